@@ -1,0 +1,106 @@
+"""One figure style for the whole book, and the heatmaps every chapter uses."""
+import io
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.colors import Normalize
+from matplotlib.figure import Figure
+
+STYLE = {
+    "figure.figsize": (5.0, 3.2),
+    "figure.dpi": 100,
+    "savefig.dpi": 100,
+    "savefig.bbox": "tight",
+    "font.size": 10,
+    "axes.titlesize": 10.5,
+    "axes.titleweight": "bold",
+    "axes.labelsize": 10,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "legend.frameon": False,
+    "image.cmap": "Reds",
+    "lines.linewidth": 1.8,
+    "svg.hashsalt": "attention-course",  # reproducible SVG ids
+}
+
+
+def use_style():
+    """Apply the book's figure style, and PNG output in notebooks (small, diff-stable text)."""
+    matplotlib.rcParams.update(STYLE)
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        if get_ipython() is not None:
+            set_matplotlib_formats("png")
+    except ImportError:  # plain Python: nothing to configure
+        pass
+
+
+def to_numpy(x):
+    """A tensor (any device, with or without grad) or array-like as a NumPy array."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().to("cpu", torch.float32).numpy()
+    return np.asarray(x, dtype=np.float32)
+
+
+def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5), cmap="Reds", fig=None,
+                  xticklabels=None, yticklabels=None):
+    """Draw a (rows, cols, queries, keys) grid of heatmaps with one shared colour bar.
+
+    Same call as d2l's `show_heatmaps`; unlike d2l, every panel shares one colour scale, so
+    the colour bar is true for all of them. Rows are usually examples, columns heads.
+    Pass `fig` (a matplotlib Figure) to draw into it instead of showing a new figure, and
+    `xticklabels` / `yticklabels` to name the keys / queries (tokens, say).
+    """
+    M = to_numpy(matrices)
+    if M.ndim != 4:
+        raise ValueError(
+            f"show_heatmaps expects a 4-D (rows, cols, queries, keys) array, got shape {tuple(M.shape)}; "
+            "for one matrix use weights.reshape(1, 1, num_queries, num_keys)")
+    num_rows, num_cols = M.shape[:2]
+    if titles is not None and len(titles) != num_cols:
+        raise ValueError(f"titles has {len(titles)} entries but there are {num_cols} columns")
+    if not np.isfinite(M).all():
+        raise ValueError("show_heatmaps got NaN or infinite values; check the masking that produced them")
+    own_figure = fig is None
+    if own_figure:
+        fig = plt.figure(figsize=figsize, layout="constrained")
+    axes = fig.subplots(num_rows, num_cols, sharex=True, sharey=True, squeeze=False)
+    norm = Normalize(vmin=float(M.min()), vmax=float(M.max()) if M.max() > M.min() else float(M.min()) + 1e-6)
+    for i in range(num_rows):
+        for j in range(num_cols):
+            ax = axes[i, j]
+            image = ax.imshow(M[i, j], cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
+            ax.grid(False)
+            if xticklabels is not None:
+                ax.set_xticks(range(len(xticklabels)), xticklabels, rotation=90)
+            if yticklabels is not None:
+                ax.set_yticks(range(len(yticklabels)), yticklabels)
+            if i == num_rows - 1:
+                ax.set_xlabel(xlabel)
+            if j == 0:
+                ax.set_ylabel(ylabel)
+            if titles is not None:
+                ax.set_title(titles[j])
+    fig.colorbar(image, ax=axes, shrink=0.6)
+    return None if own_figure else fig
+
+
+def figure_to_png(fig, dpi=None):
+    """Render a matplotlib Figure to PNG bytes (used by the widgets and the tests)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi or matplotlib.rcParams["savefig.dpi"])
+    return buffer.getvalue()
+
+
+def new_figure(figsize=None):
+    """A Figure outside pyplot's state (nothing is shown until asked), in the book's style."""
+    return Figure(figsize=figsize or matplotlib.rcParams["figure.figsize"], layout="constrained")
+
+
+use_style()
