@@ -5,13 +5,13 @@ import torch
 from torch import nn
 
 
-# -- Chapter 1: attention pooling ---------------------------------------------------------------
+# -- Chapter 1: attention pooling ---------------------------------------------------------
 
 def attention_pool(queries, keys, values, score):
-    """Attention pooling: each query's output is the values averaged with weights softmax(score)."""
+    """Attention pooling: average the values with weights softmax(score(query, key))."""
     scores = score(queries, keys)            # (num_queries, num_keys): any real numbers
-    weights = torch.softmax(scores, dim=-1)  # (num_queries, num_keys): each row sums to 1
-    return weights @ values, weights         # (num_queries, value_dim), (num_queries, num_keys)
+    weights = torch.softmax(scores, dim=-1)  # (num_queries, num_keys): rows sum to 1
+    return weights @ values, weights         # (num_queries, value_dim), weights
 
 
 def dot_score(queries, keys):
@@ -20,10 +20,11 @@ def dot_score(queries, keys):
 
 
 def gaussian_score(queries, keys):
-    """Score = -||q - k||^2 / 2: large when the key is close to the query (a Gaussian kernel)."""
+    """Score = -||q - k||^2 / 2: large when the key is close to the query."""
     return -0.5 * torch.cdist(queries, keys) ** 2  # (num_queries, num_keys)
 
 
 def constant_score(queries, keys):
-    """Score = 0 for every pair: the query is ignored and pooling becomes a plain average."""
-    return torch.zeros(queries.shape[0], keys.shape[0], dtype=keys.dtype, device=keys.device)
+    """Score = 0 for every pair: the query is ignored, pooling becomes a plain average."""
+    shape = (queries.shape[0], keys.shape[0])  # (num_queries, num_keys)
+    return torch.zeros(shape, dtype=keys.dtype, device=keys.device)

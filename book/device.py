@@ -24,7 +24,7 @@ def try_gpu(i=0):
 
 
 def try_all_gpus():
-    """Return all GPUs, or `[cpu]` if there are none."""
+    """Return all GPUs, or `[cpu]` if there are none (d2l 1.0.3 returns `[]` there instead)."""
     return [torch.device(f"cuda:{i}") for i in range(num_gpus())] or [cpu()]
 
 

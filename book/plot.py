@@ -48,34 +48,35 @@ def to_numpy(x):
     return np.asarray(x, dtype=np.float32)
 
 
-def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5), cmap="Reds", fig=None,
-                  xticklabels=None, yticklabels=None):
+def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5), cmap="Reds",
+                  fig=None, xticklabels=None, yticklabels=None):
     """Draw a (rows, cols, queries, keys) grid of heatmaps with one shared colour bar.
 
-    Same call as d2l's `show_heatmaps`; unlike d2l, every panel shares one colour scale, so
-    the colour bar is true for all of them. Rows are usually examples, columns heads.
-    Pass `fig` (a matplotlib Figure) to draw into it instead of showing a new figure, and
-    `xticklabels` / `yticklabels` to name the keys / queries (tokens, say).
+    Same call as d2l's; unlike d2l's, all panels share one colour scale, so the colour bar
+    is true for each. Rows of the grid are usually examples, columns heads. Pass `fig` to
+    draw into that Figure, and tick labels to name the keys and queries (tokens, say).
     """
     M = to_numpy(matrices)
     if M.ndim != 4:
-        raise ValueError(
-            f"show_heatmaps expects a 4-D (rows, cols, queries, keys) array, got shape {tuple(M.shape)}; "
-            "for one matrix use weights.reshape(1, 1, num_queries, num_keys)")
+        raise ValueError(f"show_heatmaps expects a 4-D (rows, cols, queries, keys) array, "
+                         f"got shape {tuple(M.shape)}; for one matrix use "
+                         "weights.reshape(1, 1, num_queries, num_keys)")
     num_rows, num_cols = M.shape[:2]
     if titles is not None and len(titles) != num_cols:
-        raise ValueError(f"titles has {len(titles)} entries but there are {num_cols} columns")
+        raise ValueError(f"titles has {len(titles)} entries for {num_cols} columns")
     if not np.isfinite(M).all():
-        raise ValueError("show_heatmaps got NaN or infinite values; check the masking that produced them")
+        raise ValueError("show_heatmaps got NaN or infinite values; check the masking")
     own_figure = fig is None
     if own_figure:
         fig = plt.figure(figsize=figsize, layout="constrained")
     axes = fig.subplots(num_rows, num_cols, sharex=True, sharey=True, squeeze=False)
-    norm = Normalize(vmin=float(M.min()), vmax=float(M.max()) if M.max() > M.min() else float(M.min()) + 1e-6)
+    low, high = float(M.min()), float(M.max())
+    norm = Normalize(vmin=low, vmax=high if high > low else low + 1e-6)  # one shared scale
     for i in range(num_rows):
         for j in range(num_cols):
             ax = axes[i, j]
-            image = ax.imshow(M[i, j], cmap=cmap, norm=norm, aspect="auto", interpolation="nearest")
+            image = ax.imshow(M[i, j], cmap=cmap, norm=norm, aspect="auto",
+                              interpolation="nearest")
             ax.grid(False)
             if xticklabels is not None:
                 ax.set_xticks(range(len(xticklabels)), xticklabels, rotation=90)

@@ -1,0 +1,79 @@
+"""book.widgets: the static rendering answers without a kernel, the live one builds."""
+import base64
+import json
+import re
+
+import pytest
+
+from book import widgets
+
+
+def draw(fig, width, kind):
+    ax = fig.add_subplot()
+    ax.plot([0, width], [0, 1] if kind == "up" else [1, 0])
+    return f"width={width} kind={kind}"
+
+
+def frames_of(html):
+    return json.loads(re.search(r'class="book-widget-data">(.*?)</script>', html).group(1))
+
+
+def test_every_combination_is_precomputed_in_row_major_order():
+    w = widgets.interact(draw, figsize=(2, 2), width=[1, 2, 3], kind=["up", "down"])
+    assert w.shape == [3, 2]
+    data = frames_of(w.to_html())
+    assert data["shape"] == [3, 2]
+    assert data["captions"] == [f"width={a} kind={b}" for a in (1, 2, 3) for b in ("up", "down")]
+    images = [base64.b64decode(i) for i in data["images"]]
+    assert all(i.startswith(b"\x89PNG") for i in images)
+    assert len(set(data["images"])) == 6, "different values must give different frames"
+
+
+def test_static_html_has_controls_a_script_and_no_external_resources():
+    html = widgets.interact(draw, figsize=(2, 2), alt="a line", width=[1, 2, 3], kind=["up", "down"]).to_html()
+    assert html.count('type="range"') == 1 and html.count("<select") == 1
+    assert 'alt="a line"' in html and "<script>" in html
+    assert "http://" not in html and "https://" not in html
+    # the first frame shown is the one the controls start at: slider in the middle, drop-down first
+    data = frames_of(html)
+    assert f'src="data:image/png;base64,{data["images"][1 * 2 + 0]}"' in html
+
+
+def test_ids_are_deterministic():
+    a = widgets.interact(draw, figsize=(2, 2), width=[1, 2], kind=["up"]).to_html()
+    b = widgets.interact(draw, figsize=(2, 2), width=[1, 2], kind=["up"]).to_html()
+    assert a == b
+
+
+def test_caption_only_widget_and_text_box():
+    w = widgets.interact(lambda sentence: sentence.upper(), figsize=None,
+                         sentence=widgets.TextBox(["a cat", "a dog"]))
+    data = frames_of(w.to_html())
+    assert data["captions"] == ["A CAT", "A DOG"] and data["images"] == ["", ""]
+
+
+def test_mimebundle_carries_live_and_static_views():
+    bundle = widgets.interact(draw, figsize=(2, 2), width=[1, 2], kind=["up"])._repr_mimebundle_()
+    assert {"text/html", "text/plain", "application/vnd.jupyter.widget-view+json"} <= set(bundle)
+    assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"]
+
+
+def test_live_widget_has_one_control_per_parameter():
+    import ipywidgets
+
+    box = widgets.interact(draw, figsize=(2, 2), width=[1, 2, 3], kind=["up", "down"]).live()
+    controls = box.children[0].children
+    assert [type(c) for c in controls] == [ipywidgets.SelectionSlider, ipywidgets.Dropdown]
+    assert controls[0].value == 2 and controls[1].value == "up"
+
+
+@pytest.mark.parametrize("controls, message", [({}, "at least one control"), ({"x": []}, "no values")])
+def test_bad_controls_are_rejected(controls, message):
+    with pytest.raises(ValueError, match=message):
+        widgets.interact(draw, **controls)
+
+
+def test_draw_must_return_a_caption_or_none():
+    w = widgets.interact(lambda fig, x: 42, figsize=(2, 2), x=[1])
+    with pytest.raises(TypeError, match="caption"):
+        w.frames()
