@@ -28,3 +28,160 @@ def constant_score(queries, keys):
     """Score = 0 for every pair: the query is ignored, pooling becomes a plain average."""
     shape = (queries.shape[0], keys.shape[0])  # (num_queries, num_keys)
     return torch.zeros(shape, dtype=keys.dtype, device=keys.device)
+
+
+# -- Chapter 3: scoring functions and masking ---------------------------------------------
+
+def masked_softmax(X, valid_lens):
+    """Softmax over the last axis of X that only looks at the first `valid_lens` keys.
+
+    X: (batch, num_queries, num_keys). valid_lens: None, (batch,) with one length per
+    sequence, or (batch, num_queries) with one length per query. Masked keys get weight 0;
+    a row with no valid key gets all-zero weights (d2l's version gives a uniform average
+    over the padding, a -inf fill would give NaN).
+    """
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    if X.dim() != 3 or valid_lens.shape not in {X.shape[:1], X.shape[:2]}:
+        raise ValueError(f"masked_softmax expects X of shape (batch, queries, keys) and "
+                         f"valid_lens of shape (batch,) or (batch, queries); got X "
+                         f"{tuple(X.shape)} and valid_lens {tuple(valid_lens.shape)}")
+    if valid_lens.dim() == 1:                   # the same length for all queries
+        valid_lens = valid_lens[:, None]        # (batch, 1), broadcast over queries
+    positions = torch.arange(X.shape[-1], device=X.device)      # (num_keys,)
+    keep = positions < valid_lens[..., None]    # (batch, num_queries or 1, num_keys)
+    X = X.masked_fill(~keep, torch.finfo(X.dtype).min)  # finite: safe in float16 too
+    return torch.softmax(X, dim=-1) * keep      # zero out rows that had no valid key
+
+
+class AdditiveAttention(nn.Module):
+    """Additive attention: score(q, k) = w_v^T tanh(W_q q + W_k k); q and k may differ in size."""
+
+    def __init__(self, num_hiddens, dropout, query_size=None, key_size=None):
+        super().__init__()
+        # Without sizes, the layers infer them on the first call (as d2l's LazyLinear does).
+        self.W_q = _linear(query_size, num_hiddens)
+        self.W_k = _linear(key_size, num_hiddens)
+        self.w_v = _linear(num_hiddens, 1)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        queries, keys = self.W_q(queries), self.W_k(keys)  # (batch, q, h), (batch, k, h)
+        # Every query plus every key by broadcasting: (batch, q, 1, h) + (batch, 1, k, h)
+        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))  # (batch, q, k, h)
+        scores = self.w_v(features).squeeze(-1)                          # (batch, q, k)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return torch.bmm(self.dropout(self.attention_weights), values)   # (batch, q, v)
+
+
+class DotProductAttention(nn.Module):
+    """Scaled dot-product attention: softmax(Q K^T / sqrt(d)) V, with optional masking."""
+
+    def __init__(self, dropout):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        d = queries.shape[-1]
+        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)  # (batch, q, k)
+        self.attention_weights = masked_softmax(scores, valid_lens)       # (batch, q, k)
+        return torch.bmm(self.dropout(self.attention_weights), values)    # (batch, q, v)
+
+
+def _linear(in_features, out_features, bias=False):
+    """nn.Linear when the input size is known, else nn.LazyLinear (sized on first call)."""
+    if in_features is None:
+        return nn.LazyLinear(out_features, bias=bias)
+    return nn.Linear(in_features, out_features, bias=bias)
+
+
+# -- Chapter 5: multi-head attention ------------------------------------------------------
+
+def transpose_qkv(X, num_heads):
+    """Split the last axis into heads and fold the heads into the batch axis."""
+    X = X.reshape(X.shape[0], X.shape[1], num_heads, -1)  # (batch, n, heads, d/heads)
+    X = X.permute(0, 2, 1, 3)                             # (batch, heads, n, d/heads)
+    return X.reshape(-1, X.shape[2], X.shape[3])          # (batch*heads, n, d/heads)
+
+
+def transpose_output(X, num_heads):
+    """Undo transpose_qkv: unfold the heads from the batch axis and concatenate them."""
+    X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])  # (batch, heads, n, d/heads)
+    X = X.permute(0, 2, 1, 3)                             # (batch, n, heads, d/heads)
+    return X.reshape(X.shape[0], X.shape[1], -1)          # (batch, n, d)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention: `num_heads` scaled dot-product attentions side by side.
+
+    `fused=True` computes the same function with torch's fused
+    `scaled_dot_product_attention` (faster, less memory; no `attention_weights` kept).
+    """
+
+    def __init__(self, num_hiddens, num_heads, dropout, bias=False, fused=False):
+        super().__init__()
+        if num_hiddens % num_heads:
+            raise ValueError(f"num_hiddens={num_hiddens} must be divisible by "
+                             f"num_heads={num_heads}")
+        self.num_heads, self.fused = num_heads, fused
+        self.attention = DotProductAttention(dropout)
+        self.W_q = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.W_v = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        if self.fused:
+            return self._fused_forward(queries, keys, values, valid_lens)
+        queries = transpose_qkv(self.W_q(queries), self.num_heads)  # (batch*heads, q, d/h)
+        keys = transpose_qkv(self.W_k(keys), self.num_heads)        # (batch*heads, k, d/h)
+        values = transpose_qkv(self.W_v(values), self.num_heads)    # (batch*heads, k, d/h)
+        if valid_lens is not None:  # every head of an example gets that example's lengths
+            valid_lens = valid_lens.repeat_interleave(self.num_heads, dim=0)
+        output = self.attention(queries, keys, values, valid_lens)  # (batch*heads, q, d/h)
+        return self.W_o(transpose_output(output, self.num_heads))   # (batch, q, d)
+
+    def _fused_forward(self, queries, keys, values, valid_lens):
+        batch, num_queries, num_keys = queries.shape[0], queries.shape[1], keys.shape[1]
+
+        def heads(X):  # (batch, n, d) -> (batch, heads, n, d/heads)
+            return X.reshape(batch, X.shape[1], self.num_heads, -1).transpose(1, 2)
+
+        mask = None
+        if valid_lens is not None:  # boolean mask, True = attend (the opposite of nn.MHA's)
+            lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None]
+            mask = torch.arange(num_keys, device=keys.device) < lens[..., None]
+            mask = mask.unsqueeze(1)  # (batch, 1, queries or 1, keys): same for every head
+        dropout = self.attention.dropout.p if self.training else 0.0
+        output = nn.functional.scaled_dot_product_attention(
+            heads(self.W_q(queries)), heads(self.W_k(keys)), heads(self.W_v(values)),
+            attn_mask=mask, dropout_p=dropout)                      # (batch, heads, q, d/h)
+        if mask is not None:  # rows with no valid key: zeros, as masked_softmax gives
+            output = output * mask.any(dim=-1, keepdim=True)
+        self.attention.attention_weights = None
+        return self.W_o(output.transpose(1, 2).reshape(batch, num_queries, -1))
+
+
+# -- Chapter 6: positional encoding -------------------------------------------------------
+
+class PositionalEncoding(nn.Module):
+    """Sinusoidal positional encoding: add P[i, 2j] = sin(i / 10000^(2j/d)), P[i, 2j+1] = cos."""
+
+    def __init__(self, num_hiddens, dropout, max_len=1000):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        position = torch.arange(max_len, dtype=torch.float32).reshape(-1, 1)  # (max_len, 1)
+        frequency = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=torch.float32)
+                              / num_hiddens)                                # (ceil(d/2),)
+        X = position / frequency                                            # (max_len, d/2)
+        P = torch.zeros(1, max_len, num_hiddens)
+        P[:, :, 0::2] = torch.sin(X)
+        P[:, :, 1::2] = torch.cos(X[:, : num_hiddens // 2])  # odd d: one cosine fewer
+        self.register_buffer("P", P, persistent=False)  # moves with .to(device)
+
+    def forward(self, X):
+        if X.shape[1] > self.P.shape[1]:
+            raise ValueError(f"sequence of length {X.shape[1]} is longer than max_len="
+                             f"{self.P.shape[1]}; create PositionalEncoding with a larger max_len")
+        X = X + self.P[:, : X.shape[1], :].to(X.dtype)  # (batch, n, d) + (1, n, d)
+        return self.dropout(X)
