@@ -14,7 +14,6 @@ env: $(STAMP)
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed, found " + sys.version'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --upgrade --quiet pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps d2l==1.0.3   # its pins break on Python 3.12: see requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .         # the course package `book`, editable
