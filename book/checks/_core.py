@@ -10,6 +10,17 @@ class CheckFailed(AssertionError):
     """A learner's solution is not right yet (an AssertionError, so `assert`-style tools see it)."""
 
 
+class Passed(str):
+    """A checker's success message; shown without quotes at the end of a notebook cell."""
+
+    def __repr__(self):
+        return str(self)
+
+
+def passed(what):
+    return Passed(f"{what}: all checks passed.")
+
+
 def fail(message, hint=None):
     raise CheckFailed(message + (f"\nHint: {hint}" if hint else ""))
 
