@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JB_FLAGS := -W -n --keep-going
 
-.PHONY: env book test unit notebooks build-check exercises execute clean
+.PHONY: env book test unit notebooks build-check exercises execute lab clean
 
 env: $(STAMP)
 
@@ -43,6 +43,11 @@ exercises: env
 ## make execute NB=chapters/01_attention_cues.ipynb: execute a notebook in place and store its outputs.
 execute: env
 	$(BIN)/python tools/execute.py $(NB)
+
+## make lab: open the chapters in JupyterLab (installed into .venv on first use).
+lab: env
+	$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(BIN)/python -m pip install --quiet "jupyterlab>=4,<5"
+	$(BIN)/jupyter lab chapters/
 
 clean:
 	rm -rf _build _build.log
