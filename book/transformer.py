@@ -174,3 +174,80 @@ def greedy_decode(model, src, src_valid_lens, num_steps, bos, eos):
         pad = torch.full((src.shape[0], num_steps - tokens.shape[1]), eos, device=src.device)
         tokens = torch.cat([tokens, pad], dim=1)
     return tokens
+
+
+@torch.no_grad()
+def attention_maps(model, src, src_valid_lens, dec_input):
+    """Run `model` once (eval mode) and return its attention weights, split into heads.
+
+    Returns a dict with "encoder self-attention", "decoder self-attention" and
+    "cross-attention", each a tensor of shape (layers, batch, heads, queries, keys).
+    """
+    model.eval()
+    model(src, dec_input, src_valid_lens)
+    heads = model.encoder.blks[0].attention.num_heads
+
+    def stack(weights):  # a list of (batch*heads, q, k) per layer -> (layers, batch, heads, q, k)
+        return torch.stack([w.reshape(-1, heads, *w.shape[1:]) for w in weights])
+
+    return {"encoder self-attention": stack(model.encoder.attention_weights),
+            "decoder self-attention": stack(model.decoder.attention_weights["self"]),
+            "cross-attention": stack(model.decoder.attention_weights["cross"])}
+
+
+class TorchTransformer(nn.Module):
+    """The same model around `torch.nn.Transformer`: our embeddings, positional encoding and
+    output layer, PyTorch's encoder and decoder stacks. Called like `Transformer`."""
+
+    def __init__(self, src_vocab_size, tgt_vocab_size, num_hiddens=64, ffn_num_hiddens=256,
+                 num_heads=4, num_blks=2, dropout=0.1, max_len=1000):
+        super().__init__()
+        self.num_hiddens = num_hiddens
+        self.src_embedding = _embedding(src_vocab_size, num_hiddens)
+        self.tgt_embedding = _embedding(tgt_vocab_size, num_hiddens)
+        self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
+        self.transformer = nn.Transformer(num_hiddens, num_heads, num_blks, num_blks,
+                                          ffn_num_hiddens, dropout, batch_first=True)
+        self.dense = nn.Linear(num_hiddens, tgt_vocab_size)
+
+    def forward(self, src, dec_input, src_valid_lens):
+        scale = math.sqrt(self.num_hiddens)
+        X = self.pos_encoding(self.src_embedding(src) * scale)        # (batch, n_src, d)
+        Y = self.pos_encoding(self.tgt_embedding(dec_input) * scale)  # (batch, n_tgt, d)
+        # PyTorch's convention: True (or -inf) means "ignore this key".
+        positions = torch.arange(src.shape[1], device=src.device)     # (n_src,)
+        padding = positions >= src_valid_lens[:, None]                # (batch, n_src)
+        causal = nn.Transformer.generate_square_subsequent_mask(
+            dec_input.shape[1], device=src.device)                    # (n_tgt, n_tgt)
+        Y = self.transformer(X, Y, tgt_mask=causal, src_key_padding_mask=padding,
+                             memory_key_padding_mask=padding, tgt_is_causal=True)
+        return self.dense(Y)                                          # (batch, n_tgt, vocab)
+
+
+@torch.no_grad()
+def copy_to_torch_layer(block, layer):
+    """Copy our encoder (decoder) block's weights into an nn.TransformerEncoderLayer
+    (nn.TransformerDecoderLayer) built with batch_first=True; missing biases become 0."""
+
+    def attention(ours, theirs):
+        zeros = torch.zeros_like(ours.W_o.weight[:, 0])                 # (d,)
+        theirs.in_proj_weight.copy_(torch.cat([ours.W_q.weight, ours.W_k.weight,
+                                               ours.W_v.weight]))       # (3d, d)
+        theirs.out_proj.weight.copy_(ours.W_o.weight)
+        biases = [zeros if w.bias is None else w.bias
+                  for w in (ours.W_q, ours.W_k, ours.W_v, ours.W_o)]
+        theirs.in_proj_bias.copy_(torch.cat(biases[:3]))
+        theirs.out_proj.bias.copy_(biases[3])
+
+    if isinstance(block, TransformerEncoderBlock):
+        attention(block.attention, layer.self_attn)
+        norms = [block.addnorm1, block.addnorm2]
+    else:
+        attention(block.attention1, layer.self_attn)
+        attention(block.attention2, layer.multihead_attn)
+        norms = [block.addnorm1, block.addnorm2, block.addnorm3]
+    for i, ours in enumerate(norms, start=1):
+        getattr(layer, f"norm{i}").load_state_dict(ours.ln.state_dict())
+    layer.linear1.load_state_dict(block.ffn.dense1.state_dict())
+    layer.linear2.load_state_dict(block.ffn.dense2.state_dict())
+    return layer
