@@ -6,8 +6,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JB_FLAGS := -W -n --keep-going
+# OFFLINE runs a command with no network at all (unshare -n): see tests/browser/offline.sh.
+OFFLINE := tests/browser/offline.sh
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: env book test unit notebooks build-check exercises execute lab clean
+.PHONY: env book test unit notebooks build-check browser browser-deps exercises execute lab clean
 
 env: $(STAMP)
 
@@ -24,17 +27,29 @@ book: env
 	set -o pipefail; $(BIN)/jupyter-book build . $(JB_FLAGS) 2>&1 | tee _build.log
 	@echo "Open _build/html/index.html in a browser."
 
-## make test: set up, then run every test (unit tests, every notebook under nbval, the book build).
-test: env unit notebooks build-check
+## make test: set up, then run every test (unit tests, every notebook under nbval, the book build,
+## the built book in headless Chromium). Notebooks, build and browser tests run with no network.
+test: env browser-deps unit notebooks build-check browser
 
 unit: env
-	$(BIN)/python -m pytest tests -q
+	$(BIN)/python -m pytest tests -q --ignore=tests/browser
 
 notebooks: env
-	$(BIN)/python -m pytest --nbval-lax chapters exercises -q -p no:cacheprovider
+	$(OFFLINE) $(BIN)/python -m pytest --nbval-lax chapters exercises -q -p no:cacheprovider
 
 build-check: env
-	set -o pipefail; $(BIN)/jupyter-book build . $(JB_FLAGS) 2>&1 | tee _build.log
+	set -o pipefail; $(OFFLINE) $(BIN)/jupyter-book build . $(JB_FLAGS) 2>&1 | tee _build.log
+
+## make browser: build the book, then test every page in headless Chromium (tests/browser);
+## screenshots of every page go to _build/screenshots.
+browser: env browser-deps build-check
+	BOOK_HTML=_build/html $(OFFLINE) $(BIN)/python -m pytest tests/browser -q -p no:cacheprovider -rs --durations=3
+
+## Debian's Chromium and chromedriver (and a CJK font, for legible screenshots); skipped when installed.
+browser-deps:
+	@if [ -x /usr/bin/chromium ]; then echo "browser-deps: /usr/bin/chromium is installed"; else \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    chromium chromium-driver fonts-wqy-microhei; fi
 
 ## make exercises: regenerate the learner notebooks in exercises/ from exercises/solutions/.
 exercises: env
