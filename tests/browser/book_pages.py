@@ -10,6 +10,7 @@ import html.parser
 import json
 import os
 import re
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -371,3 +372,43 @@ def visit(browser, book_page, shots):
     context.close()
     report.facts["seconds"] = round(time.time() - started, 1)
     return report
+
+
+# -- planted faults: the checks can fail ------------------------------------------------------
+CHAPTER = "chapters/01_attention_cues"
+
+IN_HEAD = """<style>html[data-theme=dark] body { background: #fff !important; }
+@font-face { font-family: "Missing Font"; src: url(../_static/missing-font.woff2); }</style>"""
+IN_MAIN = r"""<p>Raw TeX that MyST did not parse: $x^2$ (MathJax leaves single dollars alone).</p>
+<p style="font-family: 'Missing Font'">A paragraph in a font that is not there.</p>
+<img alt="a remote picture" src="https://example.org/pixel.png">
+<img alt="a missing figure" src="../_images/no-such-figure.png">
+<img alt="../_images/nameless.png" src="../_static/images/logo_colab.png">
+<a href="#no-such-section">a link to nowhere</a>
+<div class="cell docutils container"><div class="cell_output docutils container">
+<div class="output traceback highlight-ipythontb notranslate"><pre>Traceback (most recent call last)
+ValueError: planted</pre></div></div></div>
+<div class="solution admonition" id="planted-solution"><p class="admonition-title">Solution to Exercise 9</p>
+<section><p>An answer shown before any click.</p></section></div>
+<script>window.noSuchFunction();</script>
+"""
+FAULTS = {  # replacements in the page; the first two make the widget show frame 0 whatever the controls say
+    "cap.textContent=d.captions[flat]": "cap.textContent=d.captions[0]",
+    "img.src='data:image/png;base64,'+d.images[flat]": "img.src='data:image/png;base64,'+d.images[0]",
+    "blob/main/chapters/01_attention_cues.ipynb": "blob/main/chapters/01_renamed.ipynb",
+    "</head>": IN_HEAD + "</head>",
+}
+
+
+
+def plant_faults(html_dir, dest):
+    """Copy the built book to `dest` and plant one fault for each check in chapter 1's page."""
+    shutil.copytree(html_dir, dest)
+    page = BookPage(CHAPTER, Path(dest) / f"{CHAPTER}.html")
+    text = page.html.read_text(encoding="utf-8")
+    for old, new in FAULTS.items():
+        assert old in text, f"the planted fault needs {old!r} in the page"
+        text = text.replace(old, new)
+    at = text.index("</article>")
+    page.html.write_text(text[:at] + IN_MAIN + text[at:], encoding="utf-8")
+    return page

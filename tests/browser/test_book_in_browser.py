@@ -13,7 +13,7 @@ import time
 import pytest
 
 from book_pages import (CHECKS, CHROMIUM, CHROMIUM_ARGS, LOCAL, NOT_LOCAL, book_html, book_pages,
-                        prose, screenshots_dir, visit)
+                        plant_faults, prose, screenshots_dir, visit)
 
 HTML = book_html()
 pytestmark = pytest.mark.skipif(HTML is None, reason="set BOOK_HTML to a built book (make browser)")
@@ -80,6 +80,14 @@ def test_chapter_one_exercises_what_the_checks_claim(reports):
     assert solutions.facts["solutions"] >= 3
 
 
+def test_every_check_reports_a_planted_fault(browser, tmp_path):
+    """The checks can fail: on a copy of chapter 1's page with one fault planted for each check
+    (book_pages.FAULTS, IN_HEAD, IN_MAIN), every check reports its fault."""
+    report = visit(browser, plant_faults(HTML, tmp_path / "html"), tmp_path)
+    silent = [c for c in CHECKS if c != "screenshot" and not report.failures[c]]
+    assert not silent, f"checks that missed their planted fault: {silent}; report: {report.failures}"
+
+
 def test_index_opens_the_book(browser):
     """_build/html/index.html, what the README tells readers to open, leads to the first page."""
     context = browser.new_context()
@@ -105,7 +113,7 @@ def search(browser, words):
     page.on("pageerror", lambda e: problems.append(f"uncaught: {e}"))
     page.on("requestfailed", lambda r: problems.append(f"failed: {r.url}") if LOCAL.match(r.url) else None)
     page.goto((HTML / "intro.html").as_uri())
-    page.locator(".search-button").filter(visible=True).first.click()
+    page.locator(".search-button__button").filter(visible=True).first.click()
     box = page.locator("input[name='q']").filter(visible=True).first
     box.fill(words)
     box.press("Enter")

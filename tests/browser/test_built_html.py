@@ -16,7 +16,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from book_pages import ROOT, book_html, book_pages, config
+from book_pages import ROOT, book_html, book_pages, config, plant_faults
 
 sys.path.insert(0, str(ROOT / "_ext"))
 from offline_assets import BUNDLE, REMOTE_IN_HTML  # noqa: E402
@@ -69,9 +69,9 @@ def figures_without_alt(page):
         a = attrs(tag)
         alt, src = (a.get("alt") or "").strip(), a.get("src", "")
         if not alt or alt == src or PICTURE.search(alt):
-            bad.append(src[:80])
+            bad.append(src)
     where = figure_cells(page)
-    return [f"{where.get(Path(src).name, src)}" for src in bad]
+    return [where.get(Path(src).name, src[:100]) for src in bad]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=ids)
@@ -157,3 +157,12 @@ def test_the_book_carries_its_own_mathjax_and_fonts():
     size = subprocess.run(["du", "-sh", str(HTML)], capture_output=True, text=True).stdout.split()[0]
     print(f"\nbuilt book: {size} in {sum(1 for _ in HTML.rglob('*') if _.is_file())} files "
           f"({len(list(HTML.rglob('*.html')))} HTML pages)")
+
+
+def test_every_file_check_reports_a_planted_fault(tmp_path):
+    """The checks above can fail: see book_pages.plant_faults."""
+    mutant = plant_faults(HTML, tmp_path / "html")
+    assert any("logo_colab" in f for f in figures_without_alt(mutant))
+    broken = " ".join(broken_links(mutant, tmp_path / "html"))
+    assert "no-such-section" in broken and "no-such-figure.png" in broken
+    assert any("01_renamed.ipynb" in b for b in bad_repository_links(mutant))
