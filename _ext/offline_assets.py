@@ -3,8 +3,11 @@
 * MathJax 3 comes from the PyPI package `django-static-mathjax` (in requirements.txt; it installs
   a plain `mathjax/static/mathjax` folder and needs no Django). At build time we copy the bundle
   we use (tex-chtml.js), its fonts, and the parts it loads on demand (TeX packages such as
-  `boldsymbol` or `cancel` that it autoloads, the accessibility explorer of its menu) into
-  `_build/html/_static/mathjax/`, and point Sphinx at it.
+  `boldsymbol` or `cancel` that it autoloads; the accessibility explorer of its menu, with the
+  MathML input and speech rule engine it needs) into
+  `_build/html/_static/mathjax/`, and point Sphinx at it. (The explorer's speech rules are JSON
+  files that a browser refuses to XHR from `file://` pages: that menu item works once the book
+  is served over HTTP, even a local `python -m http.server`; everything else works from files.)
 * sphinx-thebe (switched on by Jupyter Book, unused here: the launch buttons name Colab only)
   puts `const THEBE_JS_URL = "https://unpkg.com/..."` into every page twice, which is a
   JavaScript error ("Identifier 'THEBE_JS_URL' has already been declared"), and its loader
@@ -31,7 +34,8 @@ logger = logging.getLogger(__name__)
 
 BUNDLE = "tex-chtml.js"
 # What tex-chtml.js loads at run time, relative to the MathJax root (es5/).
-MATHJAX_PARTS = ["output/chtml/fonts/woff-v2", "input/tex/extensions", "ui", "a11y", "sre"]
+MATHJAX_PARTS = ["output/chtml/fonts/woff-v2", "input/tex/extensions", "input/mml.js", "input/mml", "ui",
+                 "a11y", "sre"]
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 SEARCH_FROM_FILES = ('if (window.location.protocol === "file:") '
                      "{ DOCUMENTATION_OPTIONS.SHOW_SEARCH_SUMMARY = false; }  /* _ext/offline_assets.py */")
@@ -65,7 +69,11 @@ def copy_mathjax(app, exception):
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy2(source / BUNDLE, target / BUNDLE)
     for part in MATHJAX_PARTS:
-        shutil.copytree(source / part, target / part, dirs_exist_ok=True)
+        if (source / part).is_dir():
+            shutil.copytree(source / part, target / part, dirs_exist_ok=True)
+        else:
+            (target / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / part, target / part)
 
 
 def thebe_enabled(app):

@@ -322,7 +322,7 @@ def visit(browser, book_page, shots):
 
     context.route(NOT_LOCAL, stop)
     page = context.new_page()
-    page.set_default_timeout(20_000)
+    page.set_default_timeout(60_000)  # a loaded 2-core machine can take 10 s for a long page
     page.on("console", lambda m: report.fail("console", f"{m.type}: {m.text[:300]}")
             if m.type in ("error", "warning") else None)
     page.on("pageerror", lambda e: report.fail("console", f"uncaught: {str(e)[:300]}"))
