@@ -5,6 +5,7 @@ Every checker is tested against the reference solution and against known-wrong s
 """
 from ._core import CheckFailed
 from .ch01 import check_softmax, check_topk_attention_pool
+from .ch02 import check_epanechnikov_pool
 from .ch07 import check_causal_mask, check_pre_norm_block
 
 __all__ = ["CheckFailed", "check_softmax", "check_topk_attention_pool"]

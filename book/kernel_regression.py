@@ -1,0 +1,163 @@
+"""Chapter 2: attention pooling as Nadaraya-Watson kernel regression.
+
+The data (y = 2 sin(x) + x^0.8 + noise), three kernels, non-parametric pooling
+`nadaraya_watson`, the parametric `NWKernelRegression` with a learnable w trained on
+leave-one-out keys, the entropy of attention weights, and the widget's function `fit`.
+Inputs are scalars, so queries, keys and values are 1-D tensors.
+"""
+import torch
+from torch import nn
+
+from .plot import show_heatmaps
+
+
+# -- The data --------------------------------------------------------------------------
+
+def true_function(x):
+    """The function the regression should recover: f(x) = 2 sin(x) + x^0.8."""
+    return 2 * torch.sin(x) + x ** 0.8
+
+
+def make_data(n_train=50, noise=0.5, seed=0):
+    """Noisy training pairs on [0, 5), x sorted, and 50 test inputs on a grid.
+
+    Returns x_train, y_train (n_train,) and x_test, y_test (50,). y_test = f(x_test) is
+    noise-free, so a test loss measures how far the fitted curve is from f itself.
+    """
+    g = torch.Generator().manual_seed(seed)    # its own random stream: the same data
+    x_train = torch.sort(torch.rand(n_train, generator=g) * 5).values     # (n_train,)
+    y_train = true_function(x_train) + noise * torch.randn(n_train, generator=g)
+    x_test = torch.arange(0, 5, 0.1)                                       # (50,)
+    return x_train, y_train, x_test, true_function(x_test)
+
+
+# -- Kernels and non-parametric pooling ------------------------------------------------
+
+def gaussian(u):
+    """Gaussian kernel exp(-u^2 / 2); the constant 1/sqrt(2 pi) cancels in the ratio."""
+    return torch.exp(-u ** 2 / 2)
+
+
+def boxcar(u):
+    """Boxcar kernel: 1 inside the window |u| <= 1, 0 outside (a moving average)."""
+    return (u.abs() <= 1).to(u.dtype)
+
+
+def epanechnikov(u):
+    """Epanechnikov kernel 3/4 (1 - u^2) inside |u| <= 1, 0 outside."""
+    return 0.75 * (1 - u ** 2).clamp_min(0)
+
+
+KERNELS = {"gaussian": gaussian, "boxcar": boxcar, "epanechnikov": epanechnikov}
+
+
+def nadaraya_watson(queries, keys, values, kernel=gaussian, width=1.0):
+    """f(q) = sum_i K((q - k_i) / width) v_i / sum_j K((q - k_j) / width).
+
+    queries: (n_q,); keys and values: (n_k,), shared by every query, or (n_q, n_k),
+    one row per query. Returns (outputs (n_q,), weights (n_q, n_k)). A query with no
+    key inside a compact kernel's window gets all-zero weights and output 0, not NaN.
+    """
+    diffs = queries.reshape(-1, 1) - keys                           # (n_q, n_k)
+    K = kernel(diffs / width)                                       # (n_q, n_k), >= 0
+    total = K.sum(dim=-1, keepdim=True)                             # (n_q, 1)
+    weights = K / total.clamp_min(torch.finfo(K.dtype).tiny)  # rows sum to 1 (or 0)
+    return (weights * values).sum(dim=-1), weights                  # (n_q,), (n_q, n_k)
+
+
+# -- Parametric pooling ----------------------------------------------------------------
+
+class NWKernelRegression(nn.Module):
+    """Parametric Nadaraya-Watson pooling: weights softmax(-((q - k_i) w)^2 / 2).
+
+    w is learned. w = 1 is the non-parametric Gaussian model; a larger w is a narrower
+    kernel (width 1/w).
+    """
+
+    def __init__(self, w=1.0):
+        super().__init__()
+        self.w = nn.Parameter(torch.tensor(float(w)))
+
+    def forward(self, queries, keys, values):
+        # keys and values: (n_k,), shared by every query, or (n_q, n_k), one row each
+        diffs = queries.reshape(-1, 1) - keys                       # (n_q, n_k)
+        scores = -((diffs * self.w) ** 2) / 2                       # (n_q, n_k)
+        self.attention_weights = torch.softmax(scores, dim=-1)      # (n_q, n_k)
+        return (self.attention_weights * values).sum(dim=-1)        # (n_q,)
+
+
+def leave_one_out(x_train, y_train):
+    """Keys and values for training query i: every training pair except pair i."""
+    n = len(x_train)
+    others = ~torch.eye(n, dtype=torch.bool, device=x_train.device)  # (n, n), i != j
+    keys = x_train.expand(n, n)[others].reshape(n, n - 1)             # (n, n - 1)
+    values = y_train.expand(n, n)[others].reshape(n, n - 1)           # (n, n - 1)
+    return keys, values
+
+
+def train(model, x_train, y_train, num_epochs=50, lr=3.0):
+    """Fit `model` by full-batch SGD on the squared error with leave-one-out keys.
+
+    One epoch is one gradient step on all training points. Returns the epoch losses.
+    """
+    keys, values = leave_one_out(x_train, y_train)                    # (n, n - 1) each
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(num_epochs):
+        optimizer.zero_grad()
+        loss = nn.functional.mse_loss(model(x_train, keys, values), y_train)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+# -- Measuring and drawing -------------------------------------------------------------
+
+def entropy(weights):
+    """Entropy of each row of attention weights, in nats (0 log 0 counted as 0).
+
+    log(n) for a uniform row over n keys, 0 for a row with all its weight on one key.
+    """
+    return -(weights * torch.log(weights.clamp_min(1e-12))).sum(dim=-1)
+
+
+def mse(prediction, target):
+    """Mean squared error, as a Python float."""
+    return nn.functional.mse_loss(prediction, target).item()
+
+
+def fit(width, kernel="gaussian", data=None):
+    """Non-parametric pooling of the test inputs at one kernel width (for the widget).
+
+    Returns (predictions (n_test,), weights (n_test, n_train), test loss, mean entropy).
+    """
+    x_train, y_train, x_test, y_test = make_data() if data is None else data
+    y_hat, weights = nadaraya_watson(x_test, x_train, y_train, KERNELS[kernel], width)
+    return y_hat, weights, mse(y_hat, y_test), entropy(weights).mean().item()
+
+
+def plot_fit(ax, data, predictions, title=""):
+    """The training data, the true function and one or more fitted curves."""
+    x_train, y_train, x_test, y_test = (t.cpu() for t in data)
+    ax.plot(x_test, y_test, color="k", linestyle="--", label="truth f(x)")
+    for label, y_hat in predictions.items():
+        ax.plot(x_test, y_hat.detach().cpu(), label=label)
+    ax.plot(x_train, y_train, "o", color="C7", alpha=0.5, markersize=3,
+            label="training data")
+    ax.set(xlabel="x", ylabel="y", xlim=(0, 5), ylim=(-1.5, 5), title=title)
+    ax.legend(fontsize=7, loc="lower left")
+
+
+def draw_fit(fig, width, kernel="gaussian"):
+    """One widget frame: the fitted curve (left) and its attention heatmap (right)."""
+    data = make_data()
+    y_hat, weights, loss, mean_entropy = fit(width, kernel, data)
+    left, right = fig.subfigures(1, 2, width_ratios=[1.25, 1])
+    plot_fit(left.subplots(), data, {f"{kernel}, width {width:g}": y_hat},
+             title=f"test loss {loss:.3f}")
+    show_heatmaps(weights.reshape(1, 1, *weights.shape), titles=["attention weights"],
+                  xlabel="training inputs (sorted)", ylabel="test inputs (sorted)",
+                  fig=right)
+    return (f"width {width:g}, {kernel} kernel: test loss {loss:.3f}, "
+            f"mean entropy of the weights {mean_entropy:.2f} nats")

@@ -1,0 +1,141 @@
+"""Chapter 2: the data, the kernels, Nadaraya-Watson pooling (non-parametric and parametric),
+leave-one-out keys, the entropy helper and the widget's compute function."""
+import math
+
+import pytest
+import torch
+
+from book import kernel_regression as kr
+from book.attention import attention_pool, gaussian_score
+from book.plot import new_figure
+
+
+@pytest.fixture(scope="module")
+def data():
+    return kr.make_data()
+
+
+def test_data_is_deterministic_sorted_and_follows_the_formula(data):
+    x_train, y_train, x_test, y_test = data
+    again = kr.make_data()
+    assert all(torch.equal(a, b) for a, b in zip(data, again))
+    assert x_train.shape == y_train.shape == (50,) and x_test.shape == y_test.shape == (50,)
+    assert torch.all(x_train[1:] >= x_train[:-1]) and 0 <= x_train.min() and x_train.max() < 5
+    torch.testing.assert_close(y_test, 2 * torch.sin(x_test) + x_test ** 0.8)
+    noise = y_train - kr.true_function(x_train)
+    assert 0.35 < noise.std().item() < 0.65, "noise with standard deviation 0.5"
+    assert not torch.equal(kr.make_data(seed=1)[0], x_train)
+
+
+def test_kernels_match_their_formulas():
+    u = torch.tensor([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0])
+    torch.testing.assert_close(kr.gaussian(u), torch.exp(-u ** 2 / 2))
+    assert kr.boxcar(u).tolist() == [0, 1, 1, 1, 1, 1, 0]
+    torch.testing.assert_close(kr.epanechnikov(u),
+                               torch.tensor([0, 0, 0.5625, 0.75, 0.5625, 0, 0]))
+
+
+def test_gaussian_pooling_is_the_softmax_of_gaussian_scores(data):
+    x_train, y_train, x_test, _ = data
+    y_hat, weights = kr.nadaraya_watson(x_test, x_train, y_train, kr.gaussian)
+    y_attn, w_attn = attention_pool(x_test[:, None], x_train[:, None], y_train[:, None],
+                                    gaussian_score)
+    torch.testing.assert_close(weights, w_attn, atol=1e-6, rtol=0)
+    torch.testing.assert_close(y_hat, y_attn[:, 0], atol=1e-5, rtol=0)
+    # the width h is the score -(q - k)^2 / (2 h^2)
+    _, narrow = kr.nadaraya_watson(x_test, x_train, y_train, kr.gaussian, width=0.5)
+    scores = -((x_test[:, None] - x_train[None, :]) ** 2) / (2 * 0.5 ** 2)
+    torch.testing.assert_close(narrow, torch.softmax(scores, -1), atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize("kernel", list(kr.KERNELS))
+def test_weights_are_on_the_simplex_and_empty_windows_give_zeros(kernel):
+    keys, values = torch.arange(0.0, 4.0, 0.5), torch.arange(8.0)
+    queries = torch.tensor([0.2, 1.7, 3.9, 50.0])          # 50: far from every key
+    outputs, weights = kr.nadaraya_watson(queries, keys, values, kr.KERNELS[kernel], 0.6)
+    assert weights.shape == (4, 8) and outputs.shape == (4,)
+    assert torch.isfinite(weights).all() and (weights >= 0).all()
+    torch.testing.assert_close(weights[:3].sum(-1), torch.ones(3))
+    torch.testing.assert_close(outputs, weights @ values)
+    if kernel != "gaussian":  # compact support: the far query has no key in its window
+        assert weights[3].sum() == 0 and outputs[3] == 0
+
+
+def test_per_query_keys_and_the_parametric_model_agree_with_the_kernel_form(data):
+    x_train, y_train, x_test, _ = data
+    model = kr.NWKernelRegression(w=2.0)
+    with torch.no_grad():
+        y_model = model(x_test, x_train, y_train)
+    y_kernel, w_kernel = kr.nadaraya_watson(x_test, x_train, y_train, kr.gaussian, width=0.5)
+    torch.testing.assert_close(model.attention_weights, w_kernel, atol=1e-6, rtol=0)
+    torch.testing.assert_close(y_model, y_kernel, atol=1e-5, rtol=0)
+    keys, values = kr.leave_one_out(x_train, y_train)
+    with torch.no_grad():
+        y_loo = model(x_train, keys, values)
+    y_kernel_loo, _ = kr.nadaraya_watson(x_train, keys, values, kr.gaussian, width=0.5)
+    torch.testing.assert_close(y_loo, y_kernel_loo, atol=1e-5, rtol=0)
+
+
+def test_leave_one_out_drops_exactly_the_query_itself():
+    x, y = torch.tensor([0.0, 1.0, 2.0, 3.0]), torch.tensor([10.0, 11.0, 12.0, 13.0])
+    keys, values = kr.leave_one_out(x, y)
+    assert keys.tolist() == [[1, 2, 3], [0, 2, 3], [0, 1, 3], [0, 1, 2]]
+    assert values.tolist() == [[11, 12, 13], [10, 12, 13], [10, 11, 13], [10, 11, 12]]
+
+
+def test_training_is_deterministic_and_finds_a_width_near_the_best_leave_one_out(data):
+    x_train, y_train, x_test, y_test = data
+    runs = []
+    for _ in range(2):
+        model = kr.NWKernelRegression(1.0)
+        losses = kr.train(model, x_train, y_train, num_epochs=50, lr=3.0)
+        runs.append((model.w.item(), losses))
+    assert runs[0] == runs[1], "same data, same start, same steps: same result"
+    w, losses = runs[0]
+    assert losses[-1] < losses[0] and all(b <= a + 1e-6 for a, b in zip(losses, losses[1:]))
+    # the leave-one-out loss on a grid of w is lowest near the learned w
+    keys, values = kr.leave_one_out(x_train, y_train)
+    grid = torch.linspace(1, 10, 91)
+    with torch.no_grad():
+        loo = [kr.mse(kr.NWKernelRegression(g)(x_train, keys, values), y_train) for g in grid]
+    assert abs(grid[min(range(91), key=loo.__getitem__)].item() - w) < 0.3
+    # the chapter's claims: lower test loss and sharper weights than w = 1
+    with torch.no_grad():
+        trained = kr.NWKernelRegression(w)
+        y_param = trained(x_test, x_train, y_train)
+        y_one = kr.NWKernelRegression(1.0)(x_test, x_train, y_train)
+    assert kr.mse(y_param, y_test) < kr.mse(y_one, y_test)
+
+
+def test_without_leave_one_out_a_larger_w_always_looks_better(data):
+    x_train, y_train, _, _ = data
+    with torch.no_grad():
+        own = [kr.mse(kr.NWKernelRegression(w)(x_train, x_train, y_train), y_train)
+               for w in (1.0, 4.0, 16.0, 64.0, 256.0)]
+    assert all(b < a for a, b in zip(own, own[1:])) and own[-1] < 0.01
+
+
+def test_entropy_of_uniform_one_hot_and_zero_rows():
+    weights = torch.tensor([[0.25, 0.25, 0.25, 0.25], [1.0, 0, 0, 0], [0, 0, 0, 0]])
+    torch.testing.assert_close(kr.entropy(weights), torch.tensor([math.log(4), 0.0, 0.0]))
+
+
+def test_fit_is_the_widgets_compute_function(data):
+    y_hat, weights, loss, mean_entropy = kr.fit(0.3, "gaussian", data)
+    assert y_hat.shape == (50,) and weights.shape == (50, 50)
+    assert loss == pytest.approx(kr.mse(y_hat, data[3]))
+    assert mean_entropy == pytest.approx(kr.entropy(weights).mean().item())
+    wide, narrow = kr.fit(4.0)[3], kr.fit(0.05)[3]
+    assert narrow < mean_entropy < wide < math.log(50)
+    assert kr.fit(0.3)[2] < kr.fit(4.0)[2], "a good width beats a width near average pooling"
+    with pytest.raises(KeyError):
+        kr.fit(1.0, "cosine")
+
+
+def test_draw_fit_draws_a_curve_and_a_heatmap_and_returns_a_caption():
+    fig = new_figure((7.5, 2.8))
+    caption = kr.draw_fit(fig, 0.5, "epanechnikov")
+    assert "test loss" in caption and "entropy" in caption
+    axes = fig.get_axes()
+    assert len(axes) == 3  # the curve, the heatmap, its colour bar
+    assert any(ax.get_images() for ax in axes)
