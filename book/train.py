@@ -18,7 +18,7 @@ def warmup_schedule(warmup_steps):
 
 def train_seq2seq(model, data, num_steps, lr=1e-3, warmup_steps=100, clip=1.0,
                   batch_size=128, device=None, seed=0, progress=True):
-    """Train with teacher forcing for `num_steps` optimiser steps; return the loss of each step.
+    """Train with teacher forcing for `num_steps` optimiser steps; return each step's loss.
 
     Cross-entropy over the label tokens (padding ignored), Adam with a linear warm-up of the
     learning rate, gradients clipped to norm `clip`. A fixed number of steps (not a time
@@ -33,9 +33,9 @@ def train_seq2seq(model, data, num_steps, lr=1e-3, warmup_steps=100, clip=1.0,
     losses, epoch = [], 0
     model.train()
     while len(losses) < num_steps:
-        for src, dec_input, src_valid_len, label in data.train_loader(batch_size, seed + epoch):
-            src, dec_input, label = src.to(device), dec_input.to(device), label.to(device)
-            logits = model(src, dec_input, src_valid_len.to(device))  # (batch, n, vocab)
+        for batch in data.train_loader(batch_size, seed=seed + epoch):
+            src, dec_input, src_valid_len, label = (t.to(device) for t in batch)
+            logits = model(src, dec_input, src_valid_len)  # (batch, n_tgt, vocab)
             loss = loss_fn(logits.reshape(-1, logits.shape[-1]), label.reshape(-1))
             optimizer.zero_grad()
             loss.backward()

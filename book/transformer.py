@@ -1,8 +1,9 @@
-"""The Transformer (chapter 7): blocks, encoder, decoder, the encoder-decoder and greedy decoding.
+"""The Transformer (chapter 7): blocks, encoder, decoder, encoder-decoder, greedy decoding.
 
-Calls follow d2l's where d2l has the piece (PositionWiseFFN, AddNorm, TransformerEncoderBlock,
-TransformerEncoder). d2l 1.0.3 has no Transformer decoder class; ours is stateless: the
-decoder always sees the whole target prefix, and a causal mask hides the future.
+Calls follow d2l's where d2l has the piece (PositionWiseFFN, AddNorm,
+TransformerEncoderBlock, TransformerEncoder). d2l 1.0.3 has no Transformer decoder class;
+ours is stateless: the decoder always sees the whole target prefix, and a causal mask hides
+the future.
 """
 import math
 
@@ -22,7 +23,7 @@ class PositionWiseFFN(nn.Module):
         self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
 
     def forward(self, X):
-        return self.dense2(self.relu(self.dense1(X)))  # (batch, n, d) -> (batch, n, outputs)
+        return self.dense2(self.relu(self.dense1(X)))  # (batch, n, d) -> (batch, n, out)
 
 
 class AddNorm(nn.Module):
@@ -43,7 +44,8 @@ class TransformerEncoderBlock(nn.Module):
     def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias=False,
                  fused=False):
         super().__init__()
-        self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias, fused)
+        self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias,
+                                            fused)
         self.addnorm1 = AddNorm(num_hiddens, dropout)
         self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens, num_inputs=num_hiddens)
         self.addnorm2 = AddNorm(num_hiddens, dropout)
@@ -65,18 +67,19 @@ def _embedding(vocab_size, num_hiddens):
 class TransformerEncoder(nn.Module):
     """Embedding * sqrt(d) + positional encoding, then `num_blks` encoder blocks."""
 
-    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout,
-                 use_bias=False, max_len=1000, fused=False):
+    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks,
+                 dropout, use_bias=False, max_len=1000, fused=False):
         super().__init__()
         self.num_hiddens = num_hiddens
         self.embedding = _embedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
         self.blks = nn.Sequential(*[
-            TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias,
-                                    fused) for _ in range(num_blks)])
+            TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout,
+                                    use_bias, fused) for _ in range(num_blks)])
 
     def forward(self, X, valid_lens):
-        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))  # (batch, n, d)
+        X = self.embedding(X) * math.sqrt(self.num_hiddens)  # (batch, n, d)
+        X = self.pos_encoding(X)
         self.attention_weights = []
         for blk in self.blks:
             X = blk(X, valid_lens)
@@ -90,14 +93,15 @@ def causal_valid_lens(batch_size, num_steps, device=None):
 
 
 class TransformerDecoderBlock(nn.Module):
-    """Masked self-attention, cross-attention to the encoder, then an FFN; each in AddNorm."""
+    """Masked self-attention, cross-attention to the encoder, an FFN; each in AddNorm."""
 
     def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias=False,
                  fused=False):
         super().__init__()
-        self.attention1 = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias, fused)
+        heads = (num_hiddens, num_heads, dropout, use_bias, fused)
+        self.attention1 = MultiHeadAttention(*heads)  # masked self-attention
         self.addnorm1 = AddNorm(num_hiddens, dropout)
-        self.attention2 = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias, fused)
+        self.attention2 = MultiHeadAttention(*heads)  # cross-attention
         self.addnorm2 = AddNorm(num_hiddens, dropout)
         self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens, num_inputs=num_hiddens)
         self.addnorm3 = AddNorm(num_hiddens, dropout)
@@ -111,26 +115,28 @@ class TransformerDecoderBlock(nn.Module):
 
 
 class TransformerDecoder(nn.Module):
-    """Embedding + positional encoding, `num_blks` decoder blocks, then a linear layer to logits."""
+    """Embedding + positional encoding, `num_blks` decoder blocks, a linear output layer."""
 
-    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout,
-                 use_bias=False, max_len=1000, fused=False):
+    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks,
+                 dropout, use_bias=False, max_len=1000, fused=False):
         super().__init__()
         self.num_hiddens = num_hiddens
         self.embedding = _embedding(vocab_size, num_hiddens)
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
         self.blks = nn.Sequential(*[
-            TransformerDecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias,
-                                    fused) for _ in range(num_blks)])
+            TransformerDecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout,
+                                    use_bias, fused) for _ in range(num_blks)])
         self.dense = nn.Linear(num_hiddens, vocab_size)
 
     def forward(self, X, enc_outputs, enc_valid_lens):
-        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))  # (batch, n, d)
+        X = self.embedding(X) * math.sqrt(self.num_hiddens)  # (batch, n, d)
+        X = self.pos_encoding(X)
         self.attention_weights = {"self": [], "cross": []}
         for blk in self.blks:
             X = blk(X, enc_outputs, enc_valid_lens)
-            self.attention_weights["self"].append(blk.attention1.attention.attention_weights)
-            self.attention_weights["cross"].append(blk.attention2.attention.attention_weights)
+            self_attention, cross = blk.attention1.attention, blk.attention2.attention
+            self.attention_weights["self"].append(self_attention.attention_weights)
+            self.attention_weights["cross"].append(cross.attention_weights)
         return self.dense(X)  # (batch, n, vocab_size)
 
 
@@ -141,14 +147,14 @@ class Transformer(nn.Module):
                  num_heads=4, num_blks=2, dropout=0.1, use_bias=False, max_len=1000,
                  fused=False):
         super().__init__()
-        sizes = (num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout, use_bias, max_len,
-                 fused)
+        sizes = (num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout, use_bias,
+                 max_len, fused)
         self.encoder = TransformerEncoder(src_vocab_size, *sizes)
         self.decoder = TransformerDecoder(tgt_vocab_size, *sizes)
 
     def forward(self, src, dec_input, src_valid_lens):
         enc_outputs = self.encoder(src, src_valid_lens)                # (batch, n_src, d)
-        return self.decoder(dec_input, enc_outputs, src_valid_lens)    # (batch, n_tgt, vocab)
+        return self.decoder(dec_input, enc_outputs, src_valid_lens)  # (batch, n_tgt, vocab)
 
 
 @torch.no_grad()
@@ -171,8 +177,9 @@ def greedy_decode(model, src, src_valid_lens, num_steps, bos, eos):
             break
     tokens = out[:, 1:]
     if tokens.shape[1] < num_steps:  # every sequence ended early: pad with <eos>
-        pad = torch.full((src.shape[0], num_steps - tokens.shape[1]), eos, device=src.device)
-        tokens = torch.cat([tokens, pad], dim=1)
+        pad = torch.full((src.shape[0], num_steps - tokens.shape[1]), eos,
+                         device=src.device)                            # (batch, rest)
+        tokens = torch.cat([tokens, pad], dim=1)                       # (batch, num_steps)
     return tokens
 
 
@@ -187,7 +194,7 @@ def attention_maps(model, src, src_valid_lens, dec_input):
     model(src, dec_input, src_valid_lens)
     heads = model.encoder.blks[0].attention.num_heads
 
-    def stack(weights):  # a list of (batch*heads, q, k) per layer -> (layers, batch, heads, q, k)
+    def stack(weights):  # per layer (batch*heads, q, k) -> (layers, batch, heads, q, k)
         return torch.stack([w.reshape(-1, heads, *w.shape[1:]) for w in weights])
 
     return {"encoder self-attention": stack(model.encoder.attention_weights),
@@ -221,7 +228,7 @@ class TorchTransformer(nn.Module):
             dec_input.shape[1], device=src.device)                    # (n_tgt, n_tgt)
         Y = self.transformer(X, Y, tgt_mask=causal, src_key_padding_mask=padding,
                              memory_key_padding_mask=padding, tgt_is_causal=True)
-        return self.dense(Y)                                          # (batch, n_tgt, vocab)
+        return self.dense(Y)                                        # (batch, n_tgt, vocab)
 
 
 @torch.no_grad()
