@@ -10,7 +10,7 @@ JB_FLAGS := -W -n --keep-going
 OFFLINE := tests/browser/offline.sh
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: env book test unit notebooks build-check browser browser-deps exercises execute lab clean
+.PHONY: env book test unit notebooks build-check browser browser-deps exercises execute lab bench bench-gpu clean
 
 env: $(STAMP)
 
@@ -63,6 +63,17 @@ execute: env
 lab: env
 	$(BIN)/python -c "import jupyterlab" 2>/dev/null || $(BIN)/python -m pip install --quiet "jupyterlab>=4,<5"
 	$(BIN)/jupyter lab chapters/
+
+## make bench: every notebook against its time budget (exit 1 beyond 125% of one), then our
+## attention layers against PyTorch's and d2l's. BENCH_FLAGS=--no-fail prints without failing;
+## LAYER_FLAGS=--quick for a shorter layer run. Results: benchmarks/results/ (not in git).
+bench: env
+	rc=0; $(BIN)/python -m benchmarks.notebooks $(BENCH_FLAGS) || rc=$$?; \
+	$(BIN)/python -m benchmarks.layers $(LAYER_FLAGS) || rc=$$?; exit $$rc
+
+## make bench-gpu: the same on a CUDA GPU, in one command (under 10 minutes): benchmarks/results/gpu.json.
+bench-gpu: env
+	$(BIN)/python -m benchmarks.gpu
 
 clean:
 	rm -rf _build _build.log

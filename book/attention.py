@@ -51,15 +51,18 @@ def masked_softmax(X, valid_lens):
     positions = torch.arange(X.shape[-1], device=X.device)      # (num_keys,)
     keep = positions < valid_lens[..., None]    # (batch, num_queries or 1, num_keys)
     X = X.masked_fill(~keep, torch.finfo(X.dtype).min)  # finite: safe in float16 too
-    return torch.softmax(X, dim=-1) * keep      # zero out rows that had no valid key
+    weights = torch.softmax(X, dim=-1)          # a row with no valid key: uniform here
+    if not keep.any(dim=-1).all():              # only then pay a pass over every weight:
+        weights = weights * keep                # zero out rows that had no valid key
+    return weights
 
 
 class AdditiveAttention(nn.Module):
-    """Additive attention: score(q, k) = w_v^T tanh(W_q q + W_k k); q and k may differ in size."""
+    """Additive attention: score(q, k) = w_v^T tanh(W_q q + W_k k); q, k of any sizes."""
 
     def __init__(self, num_hiddens, dropout, query_size=None, key_size=None):
         super().__init__()
-        # Without sizes, the layers infer them on the first call (as d2l's LazyLinear does).
+        # Without sizes, the layers infer them on the first call (like d2l's LazyLinear).
         self.W_q = _linear(query_size, num_hiddens)
         self.W_k = _linear(key_size, num_hiddens)
         self.w_v = _linear(num_hiddens, 1)
@@ -83,13 +86,14 @@ class DotProductAttention(nn.Module):
 
     def forward(self, queries, keys, values, valid_lens=None):
         d = queries.shape[-1]
-        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)  # (batch, q, k)
+        # Scale the queries (q * d numbers), not the scores (q * k): same result, cheaper.
+        scores = torch.bmm(queries / math.sqrt(d), keys.transpose(1, 2))  # (batch, q, k)
         self.attention_weights = masked_softmax(scores, valid_lens)       # (batch, q, k)
         return torch.bmm(self.dropout(self.attention_weights), values)    # (batch, q, v)
 
 
 def _linear(in_features, out_features, bias=False):
-    """nn.Linear when the input size is known, else nn.LazyLinear (sized on first call)."""
+    """nn.Linear if the input size is known, else nn.LazyLinear (sized on first call)."""
     if in_features is None:
         return nn.LazyLinear(out_features, bias=bias)
     return nn.Linear(in_features, out_features, bias=bias)
