@@ -151,17 +151,19 @@ class MultiHeadAttention(nn.Module):
         def heads(X):  # (batch, n, d) -> (batch, heads, n, d/heads)
             return X.reshape(batch, X.shape[1], self.num_heads, -1).transpose(1, 2)
 
-        mask = None
+        mask = empty = None
         if valid_lens is not None:  # boolean mask, True = attend (the opposite of nn.MHA's)
             lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None]
             mask = torch.arange(num_keys, device=keys.device) < lens[..., None]
             mask = mask.unsqueeze(1)  # (batch, 1, queries or 1, keys): same for every head
+            empty = ~mask.any(dim=-1, keepdim=True)  # rows with no valid key at all
+            mask = mask | empty  # let them attend anywhere (no NaN on any backend) ...
         dropout = self.attention.dropout.p if self.training else 0.0
         output = nn.functional.scaled_dot_product_attention(
             heads(self.W_q(queries)), heads(self.W_k(keys)), heads(self.W_v(values)),
             attn_mask=mask, dropout_p=dropout)                      # (batch, heads, q, d/h)
-        if mask is not None:  # rows with no valid key: zeros, as masked_softmax gives
-            output = output * mask.any(dim=-1, keepdim=True)
+        if empty is not None:  # ... then output zeros there, as masked_softmax gives
+            output = output.masked_fill(empty, 0.0)
         self.attention.attention_weights = None
         return self.W_o(output.transpose(1, 2).reshape(batch, num_queries, -1))
 

@@ -1,0 +1,104 @@
+"""Chapter 5's checkers pass the reference reshapes and reject wrong ones, saying where entries went."""
+import pytest
+import torch
+
+from book import checks
+from book.attention import transpose_output, transpose_qkv
+
+
+def stub(*args):
+    raise NotImplementedError("write your solution here")
+
+
+def p_of(X, h):
+    return X.shape[-1] // h
+
+
+WRONG_QKV = {  # name -> (function, part of the expected message)
+    "reshape without permute (positions and features mixed)":
+        (lambda X, h: X.reshape(X.shape[0] * h, X.shape[1], p_of(X, h)), "wrong layout"),
+    "splits the sequence axis instead of the features":
+        (lambda X, h: X.reshape(X.shape[0], h, X.shape[1], p_of(X, h))
+         .reshape(-1, X.shape[1], p_of(X, h)), "wrong layout"),
+    "interleaved heads (head index varies fastest)":
+        (lambda X, h: X.reshape(X.shape[0], X.shape[1], p_of(X, h), h).permute(0, 3, 1, 2)
+         .reshape(-1, X.shape[1], p_of(X, h)), "wrong layout"),
+    "heads before examples in the folded axis":
+        (lambda X, h: X.reshape(X.shape[0], X.shape[1], h, -1).permute(2, 0, 1, 3)
+         .reshape(-1, X.shape[1], p_of(X, h)), "wrong layout"),
+    "keeps a 4-D (batch, heads, n, p) result":
+        (lambda X, h: X.reshape(X.shape[0], X.shape[1], h, -1).permute(0, 2, 1, 3),
+         r"shape \(2, 2, 3, 4\)"),
+    "ignores num_heads (always 2)":
+        (lambda X, h: transpose_qkv(X, 2), "has shape"),
+    "view after permute crashes":
+        (lambda X, h: X.reshape(X.shape[0], X.shape[1], h, -1).permute(0, 2, 1, 3)
+         .view(-1, X.shape[1], p_of(X, h)), "RuntimeError"),
+    "changes its input": (lambda X, h: transpose_qkv(X.mul_(1.0).add_(1.0), h), "in place"),
+    "forgets to return": (lambda X, h: None, "None"),
+    "unimplemented stub": (stub, "not implemented yet"),
+}
+
+WRONG_OUTPUT = {
+    "reshape without permute":
+        (lambda X, h: X.reshape(X.shape[0] // h, X.shape[1], -1), "wrong layout"),
+    "heads before examples":
+        (lambda X, h: X.reshape(h, -1, X.shape[1], X.shape[2]).permute(1, 2, 0, 3)
+         .reshape(X.shape[0] // h, X.shape[1], -1), "wrong layout"),
+    "interleaves the head features":
+        (lambda X, h: X.reshape(-1, h, X.shape[1], X.shape[2]).permute(0, 2, 3, 1)
+         .reshape(X.shape[0] // h, X.shape[1], -1), "wrong layout"),
+    "keeps 4-D (batch, n, heads, p)":
+        (lambda X, h: X.reshape(-1, h, X.shape[1], X.shape[2]).permute(0, 2, 1, 3), "has shape"),
+    "unimplemented stub": (stub, "not implemented yet"),
+}
+
+
+def test_check_transpose_qkv_accepts_the_reference():
+    assert "passed" in checks.check_transpose_qkv(transpose_qkv)
+
+
+def test_check_transpose_qkv_accepts_an_equivalent_solution():
+    def with_transpose(X, h):  # transpose(1, 2) is permute(0, 2, 1, 3)
+        return X.unflatten(-1, (h, -1)).transpose(1, 2).flatten(0, 1)
+    assert "passed" in checks.check_transpose_qkv(with_transpose)
+
+
+@pytest.mark.parametrize("name", WRONG_QKV)
+def test_check_transpose_qkv_rejects_wrong_solutions(name):
+    fn, message = WRONG_QKV[name]
+    with pytest.raises(AssertionError, match=message):
+        checks.check_transpose_qkv(fn)
+
+
+def test_wrong_layouts_have_the_right_shape_and_fail_only_on_layout():
+    """At least four wrong solutions give the right shape: only the layout check catches them."""
+    X = torch.randn(2, 3, 8)
+    right_shape = [name for name, (fn, message) in WRONG_QKV.items() if message == "wrong layout"]
+    assert len(right_shape) >= 4
+    for name in right_shape:
+        assert WRONG_QKV[name][0](X.clone(), 2).shape == transpose_qkv(X, 2).shape, name
+
+
+def test_layout_message_says_where_the_entry_came_from():
+    with pytest.raises(AssertionError) as info:
+        checks.check_transpose_qkv(WRONG_QKV["reshape without permute (positions and features mixed)"][0])
+    text = str(info.value)
+    assert "holds X[0, 0, 4] but should hold X[0, 1, 0]" in text and "Hint:" in text
+
+
+def test_check_transpose_output_accepts_the_reference():
+    assert "passed" in checks.check_transpose_output(transpose_output)
+
+
+@pytest.mark.parametrize("name", WRONG_OUTPUT)
+def test_check_transpose_output_rejects_wrong_solutions(name):
+    fn, message = WRONG_OUTPUT[name]
+    with pytest.raises(AssertionError, match=message):
+        checks.check_transpose_output(fn)
+
+
+@pytest.mark.parametrize("bad", [None, 42])
+def test_checkers_reject_non_functions(bad):
+    with pytest.raises(AssertionError, match="None|function"):
+        checks.check_transpose_qkv(bad)
