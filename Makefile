@@ -43,7 +43,7 @@ build-check: env
 ## make browser: build the book, then test every page in headless Chromium (tests/browser);
 ## screenshots of every page go to _build/screenshots.
 browser: env browser-deps build-check
-	BOOK_HTML=_build/html $(OFFLINE) $(BIN)/python -m pytest tests/browser -q -p no:cacheprovider -rs --durations=3
+	BOOK_HTML=_build/html $(OFFLINE) $(BIN)/python -m pytest tests/browser -q -s -p no:cacheprovider -rs --durations=3
 
 ## Debian's Chromium and chromedriver (and a CJK font, for legible screenshots); skipped when installed.
 browser-deps:

@@ -13,5 +13,5 @@ set -o pipefail
 tests/browser/offline.sh $bin/jupyter-book build . --path-output "$out" ${toc:+--toc "$toc"} -W -n --keep-going
 start=$(date +%s)
 BOOK_HTML="$out/_build/html" BOOK_TOC="$toc" tests/browser/offline.sh \
-  $bin/python -m pytest tests/browser -q -p no:cacheprovider -rs --durations=3
+  $bin/python -m pytest tests/browser -q -s -p no:cacheprovider -rs --durations=3
 echo "browser tests: $(( $(date +%s) - start )) s; screenshots in $out/_build/screenshots"

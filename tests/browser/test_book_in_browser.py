@@ -7,6 +7,7 @@ no error output, every widget answers every control, every solution folded until
 the Colab button opens this page's notebook, dark mode switches; a screenshot of each page
 (light, full length) and its top in dark mode go to the screenshots folder.
 """
+import json
 import re
 import time
 
@@ -48,11 +49,15 @@ def reports(browser, shots):
         return cache[page.file]
 
     yield report
-    if cache:
+    if cache:  # what was exercised, per page: printed, and kept beside the screenshots
         total = sum(r.facts.get("seconds", 0) for r in cache.values())
-        print(f"\n{len(cache)} pages visited in {total:.0f} s; per page: " + "; ".join(
-            f"{r.page.file}: " + ", ".join(f"{k}={v}" for k, v in r.facts.items() if k != "screenshot")
-            for r in cache.values()))
+        summary = {r.page.file: {"facts": r.facts, "failures": {k: v for k, v in r.failures.items() if v}}
+                   for r in cache.values()}
+        (shots / "report.json").write_text(json.dumps(summary, indent=1))
+        print(f"\n{len(cache)} pages visited in {total:.0f} s (details: {shots / 'report.json'})")
+        for r in cache.values():
+            print(f"  {r.page.file}: " + ", ".join(f"{k}={v}" for k, v in r.facts.items()
+                                                   if k not in ("screenshot", "launch")))
 
 
 def test_the_book_was_built():
