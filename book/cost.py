@@ -70,8 +70,9 @@ def peak_memory(fn, device="cpu"):
     with _quiet_stderr():
         with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
             fn()
-        events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
-                        if e.name() == "[memory]" and e.device_type().name == "CPU")
+        records = prof.profiler.kineto_results.events()
+    events = sorted((e.start_ns(), e.nbytes()) for e in records
+                    if e.name() == "[memory]" and e.device_type().name == "CPU")
     held = peak = 0
     for _, nbytes in events:  # + for an allocation, - for a release, in time order
         held += nbytes
@@ -95,7 +96,17 @@ def training_step(layer, X, valid_lens=None):
     return step
 
 
-# -- Memory of the attention weights, from the formula (the chapter's widget) ---------------
+# -- Counting: operations and memory from the formulas --------------------------------------
+
+def attention_macs(num_steps, num_hiddens):
+    """Multiply-adds of self-attention on n tokens: (projections, attention).
+
+    The four d x d projections cost 4 n d^2; the scores Q K^T and the weighted sum of the
+    values cost n^2 d each, whatever the number of heads (the heads split d between them).
+    """
+    n, d = num_steps, num_hiddens
+    return 4 * n * d ** 2, 2 * n ** 2 * d
+
 
 GiB = 2 ** 30
 BYTES_PER_VALUE = {"float32": 4, "float16": 2}

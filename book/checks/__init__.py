@@ -8,6 +8,7 @@ from .ch01 import check_softmax, check_topk_attention_pool
 from .ch02 import check_epanechnikov_pool
 from .ch05 import check_transpose_output, check_transpose_qkv
 from .ch07 import check_causal_mask, check_pre_norm_block
+from .a1 import check_chunked_attention
 
 __all__ = ["CheckFailed", "check_softmax", "check_topk_attention_pool",
            "check_transpose_qkv", "check_transpose_output"]
