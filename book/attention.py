@@ -71,7 +71,7 @@ class AdditiveAttention(nn.Module):
     def forward(self, queries, keys, values, valid_lens=None):
         queries, keys = self.W_q(queries), self.W_k(keys)  # (batch, q, h), (batch, k, h)
         # Every query plus every key by broadcasting: (batch, q, 1, h) + (batch, 1, k, h)
-        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))  # (batch, q, k, h)
+        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))  # (batch,q,k,h)
         scores = self.w_v(features).squeeze(-1)                          # (batch, q, k)
         self.attention_weights = masked_softmax(scores, valid_lens)
         return torch.bmm(self.dropout(self.attention_weights), values)   # (batch, q, v)

@@ -6,6 +6,7 @@ Every checker is tested against the reference solution and against known-wrong s
 from ._core import CheckFailed
 from .ch01 import check_softmax, check_topk_attention_pool
 from .ch02 import check_epanechnikov_pool
+from .ch03 import check_masked_softmax, check_scaled_dot_product_attention
 from .ch05 import check_transpose_output, check_transpose_qkv
 from .ch07 import check_causal_mask, check_pre_norm_block
 from .a1 import check_chunked_attention

@@ -1,0 +1,85 @@
+"""Chapter 3: the measurements behind the scoring functions, and the widgets' functions.
+
+Why scaled dot-product attention divides by sqrt(d) (`dot_product_variance`,
+`softmax_saturation`), and what masking does to a row of weights (`masked_example`).
+"""
+import math
+
+import torch
+
+from .attention import masked_softmax
+from .kernel_regression import entropy
+from .plot import show_heatmaps
+
+
+def random_vectors(num, d, seed=0):
+    """`num` vectors with independent N(0, 1) entries, from their own random stream."""
+    return torch.randn(num, d, generator=torch.Generator().manual_seed(seed))  # (num, d)
+
+
+def dot_product_variance(d, num_samples=10_000, seed=0):
+    """Sample variance of q.k for random q, k with unit-variance entries (it is about d)."""
+    q = random_vectors(num_samples, d, seed)        # (num_samples, d)
+    k = random_vectors(num_samples, d, seed + 1)    # (num_samples, d)
+    return (q * k).sum(dim=-1).var().item()         # one dot product per pair
+
+
+def softmax_saturation(d, scale=True, num_queries=500, num_keys=16, seed=0):
+    """Weights softmax(q.k / sqrt(d)) (or without the scale) for random queries and keys.
+
+    Returns (weights (num_queries, num_keys), mean entropy, mean largest weight,
+    mean norm of the softmax's Jacobian diag(a) - a a^T, which is 0 for a one-hot row).
+    """
+    queries = random_vectors(num_queries, d, seed)  # (num_queries, d)
+    keys = random_vectors(num_keys, d, seed + 1)    # (num_keys, d)
+    scores = queries @ keys.T                       # (num_queries, num_keys)
+    if scale:
+        scores = scores / math.sqrt(d)
+    weights = torch.softmax(scores, dim=-1)         # (num_queries, num_keys)
+    jacobian = torch.diag_embed(weights) - weights[:, :, None] * weights[:, None, :]
+    return (weights, entropy(weights).mean().item(), weights.max(dim=-1).values.mean().item(),
+            jacobian.norm(dim=(1, 2)).mean().item())
+
+
+def draw_entropy(fig, d, scale):
+    """Widget frame: weights of 8 random queries over 16 keys, and the entropy of 500 rows."""
+    weights, mean_entropy, top, _ = softmax_saturation(d, scale == "1/sqrt(d)")
+    left, right = fig.subfigures(1, 2, width_ratios=[1.2, 1])
+    show_heatmaps(weights[:8].reshape(1, 1, 8, -1), xlabel="keys", ylabel="queries",
+                  titles=[f"d = {d}, scale {scale}"], fig=left)
+    ax = right.subplots()
+    H = entropy(weights).numpy()                    # (500,): one entropy per query
+    ax.hist(H, bins=20, range=(0, math.log(16)), weights=[1 / len(H)] * len(H), color="C3")
+    ax.axvline(math.log(16), color="gray", linestyle=":", label="uniform (log 16)")
+    ax.set(xlim=(0, 1.05 * math.log(16)), ylim=(0, 1), xlabel="entropy of a row (nats)",
+           ylabel="fraction of queries", title="Entropy of 500 rows")
+    ax.legend(fontsize=7, loc="upper left")
+    return (f"d = {d}, scale {scale}: mean entropy {mean_entropy:.2f} nats "
+            f"(uniform {math.log(16):.2f}), mean largest weight {top:.2f}")
+
+
+MASK_KINDS = ["1-D: one length per sequence", "2-D: per query, also causal"]
+
+
+def masked_example(valid_len, kind=MASK_KINDS[0], num_queries=6, num_keys=8):
+    """Masked-softmax weights of one fixed example (num_queries, num_keys) and its valid_lens.
+
+    1-D: every query sees the first `valid_len` keys. 2-D: query i sees the first
+    min(valid_len, i + 1) keys (padding and a causal mask together).
+    """
+    scores = random_vectors(num_queries, num_keys, seed=3)[None]  # (1, queries, keys)
+    if kind == MASK_KINDS[0]:
+        valid_lens = torch.tensor([valid_len])                       # (1,)
+    else:
+        valid_lens = torch.arange(1, num_queries + 1).clamp(max=valid_len)[None]  # (1, q)
+    return masked_softmax(scores, valid_lens)[0], valid_lens
+
+
+def draw_masked(fig, valid_len, kind):
+    """Widget frame: the masked weights as a heatmap, with the row sums in the caption."""
+    weights, valid_lens = masked_example(valid_len, kind)
+    show_heatmaps(weights.reshape(1, 1, *weights.shape), xlabel="keys", ylabel="queries",
+                  titles=[f"valid_lens = {valid_lens.tolist()}"], fig=fig)
+    sums = [round(s, 2) for s in weights.sum(dim=-1).tolist()]
+    empty = sum(s == 0 for s in sums)
+    return f"row sums {sums}; rows with no valid key (all-zero weights): {empty}"
