@@ -29,6 +29,8 @@ def main(argv=None, run_notebooks=None, run_layers=None):
     parser.add_argument("--allow-cpu", action="store_true",
                         help="run on the CPU when there is no GPU (to check the script)")
     parser.add_argument("--quick", action="store_true", help="fewer lengths and repetitions")
+    parser.add_argument("--lengths", type=int, nargs="*", help="sequence lengths (layers)")
+    parser.add_argument("--batch", type=int, default=layers.BATCH, help="batch size (layers)")
     parser.add_argument("--results-dir", default=str(RESULTS), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     run_notebooks = run_notebooks or notebooks.run
@@ -47,8 +49,8 @@ def main(argv=None, run_notebooks=None, run_layers=None):
     nb_result = run_notebooks(paths)
     nb_result["environment"] = environment(device)
     print(notebooks.report(nb_result), flush=True)
-    lengths = layers.QUICK_LENGTHS if args.quick else layers.LENGTHS
-    layer_result = run_layers(device, lengths, repeat=3 if args.quick else 5,
+    lengths = args.lengths or (layers.QUICK_LENGTHS if args.quick else layers.LENGTHS)
+    layer_result = run_layers(device, lengths, repeat=3 if args.quick else 5, batch=args.batch,
                               deadline=time.perf_counter() + 60 * LAYER_MINUTES)
     print(layers.report(layer_result), flush=True)
     result = {"schema": SCHEMA_VERSION, "kind": "gpu", "environment": environment(device),

@@ -184,8 +184,8 @@ def test_gpu_script_writes_both_parts(monkeypatch, tmp_path):
         return notebooks.run(paths, execute=fake_execute({"01_attention_cues.ipynb": 5.0}),
                              log=lambda *_: None)
 
-    def run_layers(device, lengths, repeat, deadline):
-        seen["device"], seen["deadline"] = device, deadline
+    def run_layers(device, lengths, repeat, batch, deadline):
+        seen["device"], seen["deadline"], seen["batch"] = device, deadline, batch
         return layers.run(device, lengths=[8], repeat=1, transformer=False, batch=2,
                           memory=False, log=lambda *_: None)
 
@@ -194,6 +194,7 @@ def test_gpu_script_writes_both_parts(monkeypatch, tmp_path):
     assert gpu.main(args, run_notebooks=run_notebooks, run_layers=run_layers) == 0
     saved = json.loads((tmp_path / "gpu-on-cpu.json").read_text())
     assert saved["kind"] == "gpu" and seen["device"] == "cpu" and seen["deadline"] > 0
+    assert seen["batch"] == layers.BATCH
     check_notebook_schema(saved["notebooks"])
     assert saved["layers"]["kind"] == "layers"
 
