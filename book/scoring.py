@@ -6,6 +6,7 @@ Why scaled dot-product attention divides by sqrt(d) (`dot_product_variance`,
 import math
 
 import torch
+from matplotlib.ticker import MaxNLocator
 
 from .attention import masked_softmax
 from .kernel_regression import entropy
@@ -47,6 +48,9 @@ def draw_entropy(fig, d, scale):
     left, right = fig.subfigures(1, 2, width_ratios=[1.2, 1])
     show_heatmaps(weights[:8].reshape(1, 1, 8, -1), xlabel="keys", ylabel="queries",
                   titles=[f"d = {d}, scale {scale}"], fig=left)
+    heatmap = left.axes[0]  # whole numbers on its axes: keys and queries are counted
+    heatmap.xaxis.set_major_locator(MaxNLocator(integer=True))
+    heatmap.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax = right.subplots()
     H = entropy(weights).numpy()                    # (500,): one entropy per query
     ax.hist(H, bins=20, range=(0, math.log(16)), weights=[1 / len(H)] * len(H), color="C3")
