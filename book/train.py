@@ -29,7 +29,8 @@ def train_seq2seq(model, data, num_steps, lr=1e-3, warmup_steps=100, clip=1.0,
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_schedule(warmup_steps))
     loss_fn = nn.CrossEntropyLoss(ignore_index=data.tgt_vocab.pad)
     bar = tqdm(total=num_steps, disable=not progress, file=sys.stdout, ascii=True, ncols=80,
-               mininterval=10.0, desc="training")  # a few plain-text updates
+               desc="training", mininterval=0, maxinterval=float("inf"),
+               miniters=max(1, num_steps // 10))  # ten plain-text updates, at fixed steps
     losses, epoch = [], 0
     model.train()
     while len(losses) < num_steps:

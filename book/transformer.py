@@ -246,13 +246,13 @@ def copy_to_torch_layer(block, layer):
         theirs.in_proj_bias.copy_(torch.cat(biases[:3]))
         theirs.out_proj.bias.copy_(biases[3])
 
-    if isinstance(block, TransformerEncoderBlock):
-        attention(block.attention, layer.self_attn)
-        norms = [block.addnorm1, block.addnorm2]
-    else:
+    if hasattr(block, "attention1"):  # a decoder block: self- and cross-attention
         attention(block.attention1, layer.self_attn)
         attention(block.attention2, layer.multihead_attn)
         norms = [block.addnorm1, block.addnorm2, block.addnorm3]
+    else:                             # an encoder block
+        attention(block.attention, layer.self_attn)
+        norms = [block.addnorm1, block.addnorm2]
     for i, ours in enumerate(norms, start=1):
         getattr(layer, f"norm{i}").load_state_dict(ours.ln.state_dict())
     layer.linear1.load_state_dict(block.ffn.dense1.state_dict())
