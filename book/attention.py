@@ -137,31 +137,31 @@ class MultiHeadAttention(nn.Module):
     def forward(self, queries, keys, values, valid_lens=None):
         if self.fused:
             return self._fused_forward(queries, keys, values, valid_lens)
-        queries = transpose_qkv(self.W_q(queries), self.num_heads)  # (batch*heads, q, d/h)
-        keys = transpose_qkv(self.W_k(keys), self.num_heads)        # (batch*heads, k, d/h)
-        values = transpose_qkv(self.W_v(values), self.num_heads)    # (batch*heads, k, d/h)
-        if valid_lens is not None:  # every head of an example gets that example's lengths
+        queries = transpose_qkv(self.W_q(queries), self.num_heads)  # (batch*h, q, d/h)
+        keys = transpose_qkv(self.W_k(keys), self.num_heads)        # (batch*h, k, d/h)
+        values = transpose_qkv(self.W_v(values), self.num_heads)    # (batch*h, k, d/h)
+        if valid_lens is not None:  # each head of an example gets the example's lengths
             valid_lens = valid_lens.repeat_interleave(self.num_heads, dim=0)
-        output = self.attention(queries, keys, values, valid_lens)  # (batch*heads, q, d/h)
+        output = self.attention(queries, keys, values, valid_lens)  # (batch*h, q, d/h)
         return self.W_o(transpose_output(output, self.num_heads))   # (batch, q, d)
 
     def _fused_forward(self, queries, keys, values, valid_lens):
-        batch, num_queries, num_keys = queries.shape[0], queries.shape[1], keys.shape[1]
+        batch, num_queries, num_keys = *queries.shape[:2], keys.shape[1]
 
         def heads(X):  # (batch, n, d) -> (batch, heads, n, d/heads)
             return X.reshape(batch, X.shape[1], self.num_heads, -1).transpose(1, 2)
 
         mask = empty = None
-        if valid_lens is not None:  # boolean mask, True = attend (the opposite of nn.MHA's)
+        if valid_lens is not None:  # bool mask, True = attend (nn.MHA: True = ignore)
             lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None]
             mask = torch.arange(num_keys, device=keys.device) < lens[..., None]
-            mask = mask.unsqueeze(1)  # (batch, 1, queries or 1, keys): same for every head
+            mask = mask.unsqueeze(1)  # (batch, 1, q or 1, keys): the same for all heads
             empty = ~mask.any(dim=-1, keepdim=True)  # rows with no valid key at all
             mask = mask | empty  # let them attend anywhere (no NaN on any backend) ...
         dropout = self.attention.dropout.p if self.training else 0.0
         output = nn.functional.scaled_dot_product_attention(
             heads(self.W_q(queries)), heads(self.W_k(keys)), heads(self.W_v(values)),
-            attn_mask=mask, dropout_p=dropout)                      # (batch, heads, q, d/h)
+            attn_mask=mask, dropout_p=dropout)                  # (batch, heads, q, d/h)
         if empty is not None:  # ... then output zeros there, as masked_softmax gives
             output = output.masked_fill(empty, 0.0)
         self.attention.attention_weights = None
@@ -171,15 +171,15 @@ class MultiHeadAttention(nn.Module):
 # -- Chapter 6: positional encoding -------------------------------------------------------
 
 class PositionalEncoding(nn.Module):
-    """Sinusoidal positional encoding: add P[i, 2j] = sin(i / 10000^(2j/d)), P[i, 2j+1] = cos."""
+    """Sinusoidal positional encoding: add P[i, 2j] = sin(i / 10000^(2j/d)) and the
+    cosine of the same angle at P[i, 2j+1]. d2l's call; P moves with .to(device)."""
 
     def __init__(self, num_hiddens, dropout, max_len=1000):
         super().__init__()
         self.dropout = nn.Dropout(dropout)
-        position = torch.arange(max_len, dtype=torch.float32).reshape(-1, 1)  # (max_len, 1)
-        frequency = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=torch.float32)
-                              / num_hiddens)                                # (ceil(d/2),)
-        X = position / frequency                                            # (max_len, d/2)
+        position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (max_len, 1)
+        two_j = torch.arange(0, num_hiddens, 2, dtype=torch.float32)     # 0, 2, 4, ...
+        X = position / torch.pow(10000, two_j / num_hiddens)  # (max_len, ceil(d/2))
         P = torch.zeros(1, max_len, num_hiddens)
         P[:, :, 0::2] = torch.sin(X)
         P[:, :, 1::2] = torch.cos(X[:, : num_hiddens // 2])  # odd d: one cosine fewer
@@ -187,7 +187,8 @@ class PositionalEncoding(nn.Module):
 
     def forward(self, X):
         if X.shape[1] > self.P.shape[1]:
-            raise ValueError(f"sequence of length {X.shape[1]} is longer than max_len="
-                             f"{self.P.shape[1]}; create PositionalEncoding with a larger max_len")
+            raise ValueError(f"sequence of length {X.shape[1]} is longer than "
+                             f"max_len={self.P.shape[1]}; create PositionalEncoding "
+                             "with a larger max_len")
         X = X + self.P[:, : X.shape[1], :].to(X.dtype)  # (batch, n, d) + (1, n, d)
         return self.dropout(X)

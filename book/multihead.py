@@ -1,16 +1,34 @@
 """Chapter 5's helpers: the bridge to `nn.MultiheadAttention`, and a job for two heads.
 
-The neighbour task: every position must output the token on its left and the token on its
-right. One attention head has one softmax per query, so it has to choose where to look; two
-heads can look left and right at the same time.
+The neighbour task: every position must output the token on its left and the token on
+its right. One attention head has one softmax per query, so it has to choose where to
+look; two heads can look left and right at the same time.
 """
+import contextlib
+
 import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
 
 
-# -- The same layer in PyTorch ------------------------------------------------------------
+@contextlib.contextmanager
+def one_cpu_thread(device=None):
+    """Run a tiny model's training on one CPU thread (restored afterwards).
+
+    Splitting a 32-wide matrix product over threads costs more than it saves, and on a
+    busy machine waiting threads can slow training down twentyfold. No effect on a GPU.
+    """
+    threads = torch.get_num_threads()
+    if torch.device(device or "cpu").type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+# -- The same layer in PyTorch -----------------------------------------------------
 
 def key_padding_mask(valid_lens, num_keys):
     """valid_lens (batch,) -> nn.MultiheadAttention's mask, in which True = IGNORE."""
@@ -37,36 +55,36 @@ def to_torch_mha(mha):
 def head_weights(mha, batch_size):
     """The attention weights of `mha`'s last (readable-path) call, one map per head."""
     weights = mha.attention.attention_weights  # (batch*heads, queries, keys)
-    return weights.reshape(batch_size, mha.num_heads, *weights.shape[1:])  # (b, h, q, k)
+    return weights.reshape(batch_size, mha.num_heads, *weights.shape[1:])  # (b,h,q,k)
 
 
-# -- A task that needs more than one head --------------------------------------------------
+# -- A task that needs more than one head -----------------------------------------
 
 VOCAB_SIZE, SEQ_LEN = 10, 8
 
 
 def neighbour_batch(batch_size, generator=None, device=None):
-    """Random digit sequences X and their neighbours Y[:, t] = (X[:, t-1], X[:, t+1])."""
-    X = torch.randint(VOCAB_SIZE, (batch_size, SEQ_LEN), generator=generator)  # (batch, n)
-    Y = torch.stack([X.roll(1, dims=1), X.roll(-1, dims=1)], dim=-1)       # (batch, n, 2)
+    """Random digit sequences X; their neighbours Y[:, t] = (X[:, t-1], X[:, t+1])."""
+    X = torch.randint(VOCAB_SIZE, (batch_size, SEQ_LEN), generator=generator)  # (b, n)
+    Y = torch.stack([X.roll(1, dims=1), X.roll(-1, dims=1)], dim=-1)       # (b, n, 2)
     return X.to(device), Y.to(device)
 
 
 class NeighbourModel(nn.Module):
-    """One-hot digit and position -> Linear -> multi-head self-attention -> 2 read-outs."""
+    """One-hot digit and position, Linear, multi-head self-attention, two read-outs."""
 
     def __init__(self, num_heads, num_hiddens=32):
         super().__init__()
         self.embed = nn.Linear(VOCAB_SIZE + SEQ_LEN, num_hiddens)
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout=0.0)
-        self.classify = nn.Linear(num_hiddens, 2 * VOCAB_SIZE)  # left and right neighbour
+        self.classify = nn.Linear(num_hiddens, 2 * VOCAB_SIZE)  # left, right neighbour
 
     def forward(self, X):
-        tokens = nn.functional.one_hot(X, VOCAB_SIZE)                        # (batch, n, V)
-        positions = torch.eye(SEQ_LEN, device=X.device).expand(len(X), -1, -1)  # (b, n, n)
-        H = self.embed(torch.cat([tokens.float(), positions], dim=-1))      # (batch, n, d)
-        H = self.attention(H, H, H, None)                                   # (batch, n, d)
-        return self.classify(H).reshape(X.shape[0], SEQ_LEN, 2, VOCAB_SIZE)  # (b, n, 2, V)
+        tokens = nn.functional.one_hot(X, VOCAB_SIZE).float()            # (b, n, V)
+        positions = torch.eye(SEQ_LEN, device=X.device).expand(len(X), -1, -1)  # b,n,n
+        H = self.embed(torch.cat([tokens, positions], dim=-1))          # (b, n, d)
+        H = self.attention(H, H, H, None)                               # (b, n, d)
+        return self.classify(H).reshape(len(X), SEQ_LEN, 2, VOCAB_SIZE)  # (b, n, 2, V)
 
 
 @torch.no_grad()
@@ -82,8 +100,8 @@ def train_neighbour_model(num_heads, num_steps=150, snapshot_at=(), probe=None, 
                           device=None, num_hiddens=32):
     """Train a NeighbourModel with Adam; return it, its losses, and snapshots.
 
-    At every step listed in `snapshot_at` (0 = before training) a snapshot stores the heads'
-    weights on the single sequence `probe` (shape (n,)) and the accuracy at that moment.
+    At every step listed in `snapshot_at` (0 = before training) a snapshot stores the
+    heads' weights on the one sequence `probe` (shape (n,)) and the accuracy then.
     """
     torch.manual_seed(seed)
     model = NeighbourModel(num_heads, num_hiddens).to(device)
@@ -94,18 +112,20 @@ def train_neighbour_model(num_heads, num_steps=150, snapshot_at=(), probe=None, 
     def snapshot(step):
         with torch.no_grad():
             model(probe.reshape(1, -1).to(device))
-        snapshots[step] = {"weights": head_weights(model.attention, 1)[0].cpu(),  # (h,n,n)
-                           "accuracy": neighbour_accuracy(model)}
+        weights = head_weights(model.attention, 1)[0].cpu()                # (h, n, n)
+        snapshots[step] = {"weights": weights, "accuracy": neighbour_accuracy(model)}
 
-    for step in range(num_steps + 1):
-        if step in snapshot_at:
-            snapshot(step)
-        if step == num_steps:
-            break
-        X, Y = neighbour_batch(128, data, device)
-        loss = nn.functional.cross_entropy(model(X).reshape(-1, VOCAB_SIZE), Y.reshape(-1))
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    with one_cpu_thread(device):
+        for step in range(num_steps + 1):
+            if step in snapshot_at:
+                snapshot(step)
+            if step == num_steps:
+                break
+            X, Y = neighbour_batch(128, data, device)
+            loss = nn.functional.cross_entropy(model(X).reshape(-1, VOCAB_SIZE),
+                                               Y.reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
     return model, losses, snapshots
