@@ -6,7 +6,7 @@ from torch import nn
 from book import multihead
 from book.attention import MultiHeadAttention, transpose_output, transpose_qkv
 
-ATOL = 1e-6  # float32; the largest differences seen are about 3e-7
+ATOL = 1e-6  # float32: on a CPU they agree exactly (fused path: 1.2e-7); room for GPUs
 
 
 def make(num_hiddens=16, num_heads=4, bias=False, seed=0):
