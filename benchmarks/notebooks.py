@@ -72,8 +72,8 @@ def execute_notebook(path, timeout=900):
     start, error = time.perf_counter(), None
     try:
         client.execute()
-    except Exception as exc:  # a failing cell: report it in the table, keep going
-        error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc).strip() else ''}"
+    except Exception as exc:  # a failing or timed-out cell: report it in the table, keep going
+        error = describe(exc)
     seconds = time.perf_counter() - start
     probe = {}
     for out in nb.cells[-1].get("outputs", []):
@@ -86,6 +86,14 @@ def execute_notebook(path, timeout=900):
             "peak_cuda_mb": probe.get("cuda_peak_mb"),
             "device": probe.get("device"),
             "error": error}
+
+
+def describe(exc):
+    """One line saying why a notebook stopped: the cell's exception, or the timeout."""
+    if getattr(exc, "ename", None):  # nbclient's CellExecutionError: the cell's own error
+        return f"{exc.ename}: {exc.evalue}"
+    lines = [line for line in str(exc).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 def status(seconds, budget, error=None):

@@ -124,7 +124,12 @@ def test_execute_notebook_reports_time_memory_device_and_errors(tmp_path):
     assert measured["device"] == "cpu" and measured["peak_rss_mb"] > 10
     assert good.read_text() == before, "the benchmark must not rewrite the notebook"
     failed = notebooks.execute_notebook(bad, timeout=120)
-    assert "ZeroDivisionError" in failed["error"]
+    assert failed["error"] == "ZeroDivisionError: division by zero"
+    slow = tmp_path / "01_slow.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import time\ntime.sleep(30)")]), slow)
+    timed_out = notebooks.execute_notebook(slow, timeout=2)
+    assert timed_out["error"].startswith("CellTimeoutError: A cell timed out"), timed_out["error"]
 
 
 # -- Layer benchmarks ---------------------------------------------------------------------------
