@@ -10,6 +10,8 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from .multihead import one_cpu_thread
+
 
 def warmup_schedule(warmup_steps):
     """Learning-rate factor: rises linearly from 1/warmup_steps to 1, then stays at 1."""
@@ -33,22 +35,23 @@ def train_seq2seq(model, data, num_steps, lr=1e-3, warmup_steps=100, clip=1.0,
                miniters=max(1, num_steps // 10))  # ten plain-text updates, at fixed steps
     losses, epoch = [], 0
     model.train()
-    while len(losses) < num_steps:
-        for batch in data.train_loader(batch_size, seed=seed + epoch):
-            src, dec_input, src_valid_len, label = (t.to(device) for t in batch)
-            logits = model(src, dec_input, src_valid_len)  # (batch, n_tgt, vocab)
-            loss = loss_fn(logits.reshape(-1, logits.shape[-1]), label.reshape(-1))
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), clip)
-            optimizer.step()
-            schedule.step()
-            losses.append(loss.item())
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
-            if len(losses) == num_steps:
-                break
-        epoch += 1
+    with one_cpu_thread(device):  # a model this small trains fastest on one CPU thread
+        while len(losses) < num_steps:
+            for batch in data.train_loader(batch_size, seed=seed + epoch):
+                src, dec_input, src_valid_len, label = (t.to(device) for t in batch)
+                logits = model(src, dec_input, src_valid_len)  # (batch, n_tgt, vocab)
+                loss = loss_fn(logits.reshape(-1, logits.shape[-1]), label.reshape(-1))
+                optimizer.zero_grad()
+                loss.backward()
+                nn.utils.clip_grad_norm_(model.parameters(), clip)
+                optimizer.step()
+                schedule.step()
+                losses.append(loss.item())
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+                if len(losses) == num_steps:
+                    break
+            epoch += 1
     bar.close()
     return losses
 
@@ -72,11 +75,13 @@ def predict(model, data, pairs, device=None, batch_size=500):
     device = device or next(model.parameters()).device
     src, _, src_valid_len, _ = data.tensors(pairs)
     predictions = []
-    for i in range(0, len(pairs), batch_size):
-        tokens = greedy_decode(model, src[i:i + batch_size].to(device),
-                               src_valid_len[i:i + batch_size].to(device),
-                               data.num_steps_tgt, data.tgt_vocab.bos, data.tgt_vocab.eos)
-        predictions += [data.tgt_vocab.decode(t) for t in tokens.cpu()]  # stops at <eos>
+    with one_cpu_thread(device):
+        for i in range(0, len(pairs), batch_size):
+            tokens = greedy_decode(model, src[i:i + batch_size].to(device),
+                                   src_valid_len[i:i + batch_size].to(device),
+                                   data.num_steps_tgt, bos=data.tgt_vocab.bos,
+                                   eos=data.tgt_vocab.eos)                   # (batch, n)
+            predictions += [data.tgt_vocab.decode(t) for t in tokens.cpu()]  # until <eos>
     return predictions
 
 
