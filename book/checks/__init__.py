@@ -7,6 +7,7 @@ from ._core import CheckFailed
 from .ch01 import check_softmax, check_topk_attention_pool
 from .ch02 import check_epanechnikov_pool
 from .ch03 import check_masked_softmax, check_scaled_dot_product_attention
+from .ch04 import check_bahdanau_step
 from .ch05 import check_transpose_output, check_transpose_qkv
 from .ch06 import check_learned_positional_encoding
 from .ch07 import check_causal_mask, check_pre_norm_block

@@ -1,0 +1,112 @@
+"""Checker for chapter 4's exercise: one step of Bahdanau's attention decoder, by hand."""
+import torch
+
+from ..seq2seq import Seq2SeqAttentionDecoder
+from ._core import call, expect_close, expect_tensor, fail
+
+
+class _NoShortcut(torch.nn.Module):
+    """Stands in for `decoder.attention.forward`: the exercise computes the attention itself."""
+
+    def forward(self, *args, **kwargs):
+        raise RuntimeError("do not call decoder.attention(...) or decoder(...): compute the "
+                           "scores yourself from decoder.attention.W_q, .W_k and .w_v")
+
+
+def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed):
+    g = torch.Generator().manual_seed(seed)
+    vocab, embed, hiddens, attention = 13, 8, 12, 10  # attention size != hiddens on purpose
+    with torch.random.fork_rng():  # seeded weights, without touching the learner's RNG
+        torch.manual_seed(seed)
+        decoder = Seq2SeqAttentionDecoder(vocab, embed, hiddens, num_layers=num_layers,
+                                          attention_size=attention).eval()
+    token = torch.randint(4, vocab, (batch,), generator=g)             # (batch,)
+    hidden_state = torch.randn(num_layers, batch, hiddens, generator=g)
+    enc_outputs = torch.randn(batch, enc_steps, hiddens, generator=g)  # padding not zero
+    return decoder, token, hidden_state, enc_outputs, torch.tensor(valid_lens)
+
+
+def _reference(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+    state = (enc_outputs, hidden_state, enc_valid_lens)
+    logits, (_, new_state, _) = decoder(token[:, None], state)  # the chapter's decoder
+    return logits[:, 0], new_state, decoder.attention_weights[:, 0]
+
+
+def _weights_with(decoder, query, enc_outputs, valid_lens, tanh=True):
+    """The attention weights a common slip would give, to name the slip in the message."""
+    att = decoder.attention
+    features = att.W_q(query)[:, None] + att.W_k(enc_outputs)   # (batch, enc_steps, a)
+    scores = att.w_v(torch.tanh(features) if tanh else features).squeeze(-1)
+    mask = torch.arange(enc_outputs.shape[1])[None] < valid_lens[:, None]
+    return torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
+
+
+def check_bahdanau_step(fn):
+    """Check `fn(decoder, token, hidden_state, enc_outputs, enc_valid_lens)`.
+
+    It must return (logits (batch, vocab), new hidden_state (layers, batch, hiddens),
+    weights (batch, enc_steps)) equal to one step of the chapter's Seq2SeqAttentionDecoder.
+    """
+    cases = [("1 layer, batch 3, 5 encoder steps, valid lengths [5, 3, 1]", 1, 3, 5, [5, 3, 1]),
+             ("2 layers, batch 2, 6 encoder steps, valid lengths [4, 6]", 2, 2, 6, [4, 6]),
+             ("2 layers, batch 4, 7 encoder steps, valid lengths [2, 7, 5, 3]", 2, 4, 7,
+              [2, 7, 5, 3])]
+    for seed, (case, layers, batch, steps, lens) in enumerate(cases):
+        decoder, token, state, enc_outputs, valid_lens = _decoder_and_inputs(
+            layers, batch, steps, lens, seed)
+        with torch.no_grad():
+            ref_logits, ref_state, ref_weights = _reference(decoder, token, state, enc_outputs,
+                                                            valid_lens)
+            forward = decoder.attention.forward
+            decoder.attention.forward = _NoShortcut().forward
+            try:
+                before = state.clone()
+                result = call(fn, decoder, token, state, enc_outputs, valid_lens,
+                              name="bahdanau_step", case=case)
+            finally:
+                decoder.attention.forward = forward
+        if not isinstance(result, tuple) or len(result) != 3:
+            fail(f"bahdanau_step should return a triple (logits, hidden_state, weights), got "
+                 f"{type(result).__name__} on {case}.")
+        logits, new_state, weights = result
+        if not torch.equal(state, before):
+            fail(f"bahdanau_step changed the hidden_state it was given, in place, on {case}.",
+                 "let the GRU return a new state: `out, hidden_state = decoder.rnn(x, state)`.")
+        expect_tensor(weights, (batch, steps), what="weights", case=case)
+        if weights[~(torch.arange(steps)[None] < valid_lens[:, None])].abs().max() > 1e-6:
+            fail(f"weights on padding positions are not 0 on {case}: the step attended to "
+                 "encoder states past each sequence's valid length.",
+                 "mask the scores at positions >= enc_valid_lens before the softmax "
+                 "(book.attention.masked_softmax does it).")
+        sums = weights.sum(dim=-1)
+        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
+            fail(f"each row of weights must sum to 1 over the encoder steps on {case}; "
+                 f"they sum to {[round(s, 3) for s in sums.tolist()]}.",
+                 "take the softmax over the last axis (the encoder steps).")
+        if not torch.allclose(weights, ref_weights, atol=1e-5):
+            if layers > 1 and torch.allclose(
+                    weights, _weights_with(decoder, state[0], enc_outputs, valid_lens),
+                    atol=1e-5):
+                fail(f"the weights are those of the query hidden_state[0] on {case}.",
+                     "hidden_state[0] is the bottom layer; the query is the top layer's "
+                     "state, hidden_state[-1].")
+            if torch.allclose(weights, _weights_with(decoder, state[-1], enc_outputs,
+                                                     valid_lens, tanh=False), atol=1e-5):
+                fail(f"the weights are those of scores without tanh on {case}.",
+                     "the score is w_v^T tanh(W_q q + W_k k): apply tanh before w_v.")
+            expect_close(weights, ref_weights, what="weights", case=case,
+                         hint="query = hidden_state[-1] (the state before this step), keys = "
+                              "enc_outputs; score = w_v(tanh(W_q(query) + W_k(keys))).")
+        expect_tensor(new_state, tuple(state.shape), what="the new hidden_state", case=case)
+        if torch.allclose(new_state, state):
+            fail(f"the returned hidden_state is the one passed in, on {case}.",
+                 "return the state the GRU gives back after this step.")
+        expect_close(new_state, ref_state, what="the new hidden_state", case=case,
+                     hint="the GRU's input is torch.cat([context, embedding], dim=-1), in "
+                          "this order, shaped (batch, 1, hiddens + embed); the context is "
+                          "weights @ enc_outputs (the values), not a pooling of the keys.")
+        expect_tensor(logits, (batch, decoder.dense.out_features), what="logits", case=case)
+        expect_close(logits, ref_logits, what="logits", case=case,
+                     hint="logits = decoder.dense(GRU output of this step), shape "
+                          "(batch, vocab).")
+    return "bahdanau_step: all checks passed."

@@ -1,0 +1,102 @@
+"""Chapter 4's checker passes the reference step and rejects known-wrong ones with useful messages."""
+import pytest
+import torch
+
+from book import checks
+from book.attention import masked_softmax
+
+
+def attention_weights(decoder, query, enc_outputs, enc_valid_lens, tanh=torch.tanh, mask=True):
+    att = decoder.attention
+    features = att.W_q(query).unsqueeze(1) + att.W_k(enc_outputs)  # (batch, enc_steps, a)
+    scores = att.w_v(tanh(features)).squeeze(-1)                   # (batch, enc_steps)
+    return masked_softmax(scores[:, None], enc_valid_lens if mask else None)[:, 0]
+
+
+def step(decoder, token, hidden_state, enc_outputs, enc_valid_lens, layer=-1,
+         tanh=torch.tanh, mask=True, order="context first", values="encoder outputs",
+         update=True):
+    weights = attention_weights(decoder, hidden_state[layer], enc_outputs, enc_valid_lens,
+                                tanh, mask)
+    pooled = enc_outputs if values == "encoder outputs" else torch.randn_like(enc_outputs)
+    context = torch.bmm(weights[:, None], pooled)                  # (batch, 1, hiddens)
+    emb = decoder.embedding(token)[:, None]                        # (batch, 1, embed)
+    parts = [context, emb] if order == "context first" else [emb, context]
+    out, new_state = decoder.rnn(torch.cat(parts, dim=-1), hidden_state)
+    return decoder.dense(out[:, 0]), (new_state if update else hidden_state), weights
+
+
+def stub(*args):
+    raise NotImplementedError("write your solution here")
+
+
+def calls_the_attention_module(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+    query = hidden_state[-1][:, None]
+    context = decoder.attention(query, enc_outputs, enc_outputs, enc_valid_lens)
+    out, new_state = decoder.rnn(torch.cat([context, decoder.embedding(token)[:, None]], -1),
+                                 hidden_state)
+    return decoder.dense(out[:, 0]), new_state, decoder.attention.attention_weights[:, 0]
+
+
+def softmax_over_batch(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+    logits, new_state, weights = step(decoder, token, hidden_state, enc_outputs, enc_valid_lens)
+    return logits, new_state, torch.softmax(torch.log(weights + 1e-9), dim=0)
+
+
+def in_place_state(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+    logits, new_state, weights = step(decoder, token, hidden_state, enc_outputs, enc_valid_lens)
+    hidden_state.copy_(new_state)
+    return logits, hidden_state, weights
+
+
+WRONG = {
+    "ignores the valid lengths (attends to padding)":
+        (lambda *a: step(*a, mask=False), "padding"),
+    "queries with the bottom layer hidden_state[0]":
+        (lambda *a: step(*a, layer=0), r"hidden_state\[0\]"),
+    "forgets the tanh": (lambda *a: step(*a, tanh=lambda x: x), "without tanh"),
+    "concatenates [embedding, context] (wrong order)":
+        (lambda *a: step(*a, order="embedding first"), "new hidden_state is wrong"),
+    "pools something other than the encoder outputs":
+        (lambda *a: step(*a, values="noise"), "new hidden_state is wrong"),
+    "returns the old hidden state": (lambda *a: step(*a, update=False), "the one passed in"),
+    "softmax over the batch": (softmax_over_batch, "sum to 1"),
+    "overwrites the given state in place": (in_place_state, "in place"),
+    "returns only logits and state": (lambda *a: step(*a)[:2], "triple"),
+    "returns logits with a step axis": (lambda *a: (step(*a)[0][:, None],) + step(*a)[1:],
+                                        r"logits has shape"),
+    "calls decoder.attention instead of computing it": (calls_the_attention_module,
+                                                        "compute the scores yourself"),
+    "unimplemented stub": (stub, "not implemented yet"),
+}
+
+
+def test_check_bahdanau_step_accepts_the_reference():
+    assert "passed" in checks.check_bahdanau_step(step)
+
+
+@pytest.mark.parametrize("name", WRONG)
+def test_check_bahdanau_step_rejects_wrong_solutions(name):
+    fn, message = WRONG[name]
+    with pytest.raises(AssertionError, match=message):
+        checks.check_bahdanau_step(fn)
+
+
+@pytest.mark.parametrize("bad", [None, "bahdanau_step"])
+def test_check_bahdanau_step_rejects_non_functions(bad):
+    with pytest.raises(AssertionError, match="None|function"):
+        checks.check_bahdanau_step(bad)
+
+
+def test_failure_messages_name_the_case_and_give_a_hint():
+    with pytest.raises(AssertionError) as info:
+        checks.check_bahdanau_step(lambda *a: step(*a, order="embedding first"))
+    text = str(info.value)
+    assert "1 layer, batch 3" in text and "expected" in text and "Hint:" in text
+
+
+def test_the_checker_leaves_the_attention_module_working():
+    """The checker blocks decoder.attention during the learner's call only."""
+    with pytest.raises(AssertionError):
+        checks.check_bahdanau_step(calls_the_attention_module)
+    assert "passed" in checks.check_bahdanau_step(step)
