@@ -8,12 +8,10 @@ The encoder blocks are chapter 7's `TransformerEncoderBlock`.
 import collections
 import random
 import re
-import sys
 
 import torch
 from torch import nn
 from torch.nn import functional as F
-from tqdm import tqdm
 
 from .transformer import TransformerEncoderBlock
 
@@ -373,19 +371,15 @@ def warmup_linear(optimizer, warmup, num_steps):
         (step + 1) / warmup, max(0.0, (num_steps - step) / max(1, num_steps - warmup))))
 
 
-# A text progress bar without timings: a stored notebook stays the same from run to run.
-PROGRESS = {"bar_format": "{l_bar}{bar}| {n_fmt}/{total_fmt}", "mininterval": 0,
-            "miniters": 100, "file": sys.stdout, "ascii": True}
-
-
-def pretrain(model, batches, vocab, num_steps, lr, device, warmup=100, seed=0):
+def pretrain(model, batches, vocab, num_steps, lr, device, warmup=100, seed=0,
+             report_every=200):
     """Pretrain on MLM + NSP for `num_steps` batches; returns the per-step losses."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     scheduler = warmup_linear(optimizer, warmup, num_steps)
     generator = torch.Generator().manual_seed(seed)  # the masking's random draws
     history = {"MLM": [], "NSP": []}
     model.train()
-    for _ in tqdm(range(num_steps), **PROGRESS):
+    for step in range(1, num_steps + 1):
         batch = [x.to(device) for x in next(batches)]
         mlm_loss, nsp_loss = bert_losses(model, batch, vocab, generator)
         optimizer.zero_grad()
@@ -395,6 +389,9 @@ def pretrain(model, batches, vocab, num_steps, lr, device, warmup=100, seed=0):
         scheduler.step()
         history["MLM"].append(mlm_loss.item())
         history["NSP"].append(nsp_loss.item())
+        if step % report_every == 0:  # progress: mean losses since the last report
+            mlm, nsp = (sum(h[-report_every:]) / report_every for h in history.values())
+            print(f"step {step:>4}/{num_steps}: MLM loss {mlm:.2f}, NSP loss {nsp:.2f}")
     return history
 
 
