@@ -210,3 +210,26 @@ def test_benchmark_code_moves_to_the_cpu_before_numpy():
         for line in path.read_text().splitlines():
             if ".numpy()" in line:
                 assert ".cpu().numpy()" in line or "to_numpy" in line, f"{path.name}: {line.strip()}"
+
+
+def test_nbval_timing_sums_each_notebooks_cells_and_flags_failures(monkeypatch):
+    from types import SimpleNamespace
+
+    from benchmarks import nbval_timing
+
+    monkeypatch.setattr(nbval_timing, "_seconds", nbval_timing.defaultdict(float))
+    monkeypatch.setattr(nbval_timing, "_errors", {})
+    def log(nodeid, when, duration, failed=False):
+        nbval_timing.pytest_runtest_logreport(
+            SimpleNamespace(nodeid=nodeid, when=when, duration=duration, failed=failed))
+    log("chapters/01_attention_cues.ipynb::Cell 0", "setup", 5.0)
+    log("chapters/01_attention_cues.ipynb::Cell 0", "call", 20.0)
+    log("chapters/01_attention_cues.ipynb::Cell 1", "call", 50.0)      # 75 s: over 60, < 75
+    log("chapters/07_transformer.ipynb::Cell 3", "call", 200.0, failed=True)
+    log("tests/test_repo.py::test_x", "call", 999.0)                   # not a notebook
+    rows = {r["notebook"]: r for r in nbval_timing.result()["notebooks"]}
+    assert set(rows) == {"chapters/01_attention_cues.ipynb", "chapters/07_transformer.ipynb"}
+    assert rows["chapters/01_attention_cues.ipynb"]["seconds"] == 75.0
+    assert rows["chapters/01_attention_cues.ipynb"]["status"] == "over"
+    assert rows["chapters/07_transformer.ipynb"]["status"] == "error"
+    assert nbval_timing.result()["total"]["seconds"] == 275.0
