@@ -134,3 +134,17 @@ def test_code_lines_fit_the_book_page(path):
     for i, cell in enumerate(code_cells(read_notebook(path))):
         for line in source(cell).splitlines():
             assert len(line) <= 92, f"{rel(path)}, code cell {i}: line of {len(line)} characters: {line}"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=ids(SOLUTIONS))
+def test_exercises_are_numbered_within_their_chapter(path):
+    """'8.1', '8.2', ... with :nonumber: (sphinx-exercise would count across the whole book)."""
+    prefix = path.name.split("_")[0]
+    chapter = prefix.upper() if prefix.startswith("a") else str(int(prefix))
+    titles = [source(c).splitlines() for c in read_notebook(path)["cells"]
+              if c["cell_type"] == "markdown" and source(c).startswith("```{exercise}")]
+    assert titles, f"{rel(path)} has no exercise"
+    for k, lines in enumerate(titles, start=1):
+        assert lines[0].startswith(f"```{{exercise}} {chapter}.{k} "), (
+            f"{rel(path)}: exercise {k} should be titled '{chapter}.{k} ...': {lines[0]}")
+        assert ":nonumber:" in lines[1:3], f"{rel(path)}: {lines[0]} needs :nonumber:"

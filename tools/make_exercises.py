@@ -9,7 +9,9 @@ Conventions in a solution notebook (exercises/solutions/NN_*.ipynb):
 * A code or markdown cell tagged `solution` (a whole worked answer) becomes a short placeholder.
 * Markdown cells that open or close a folded solution (```{solution-start}, ```{solution-end})
   are dropped.
-* A sphinx-exercise ```{exercise} block becomes a plain "### Exercise: title" section.
+* A sphinx-exercise ```{exercise} block, titled "N.k Title" with the option `:nonumber:` (the
+  book's own numbering would count exercises across the whole book), becomes a plain
+  "### Exercise N.k: Title" section.
 * A code cell tagged `check` (it calls a `book.checks` checker) is tagged `raises-exception`
   in the learner copy: until the learner solves the exercise it fails, on purpose.
 The learner copy is stored without outputs.
@@ -33,7 +35,8 @@ def plain_exercise(markdown):
     match = EXERCISE.match(markdown.strip())
     if not match:
         return markdown
-    return f"### Exercise: {match['title']}\n\n{match['body'].strip()}"
+    number, _, title = match["title"].partition(" ")  # "8.1 The 80/10/10 masking"
+    return f"### Exercise {number}: {title}\n\n{match['body'].strip()}"
 
 
 def strip_solution(source, where):
