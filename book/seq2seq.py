@@ -4,10 +4,13 @@ The calls follow d2l's (`Seq2SeqEncoder`, `Seq2SeqDecoder`, `Seq2SeqAttentionDec
 `init_state`), with batch-first tensors throughout: (batch, steps, features). Training uses
 `book.train.train_seq2seq` (teacher forcing, the same loop as chapter 7's Transformer).
 """
+import re
+
 import torch
 from torch import nn
 
 from .attention import AdditiveAttention
+from .multihead import one_cpu_thread
 
 
 class Seq2SeqEncoder(nn.Module):
@@ -64,7 +67,7 @@ class Seq2SeqDecoder(nn.Module):
 
 
 class Seq2SeqAttentionDecoder(nn.Module):
-    """Bahdanau's decoder: at every step the previous decoder state queries the encoder states."""
+    """Bahdanau's decoder: at every step the previous state queries the encoder states."""
 
     def __init__(self, vocab_size, embed_size, num_hiddens, num_layers=1, dropout=0.0,
                  attention_size=None):
@@ -88,11 +91,11 @@ class Seq2SeqAttentionDecoder(nn.Module):
         for emb in embs.unbind(dim=1):                     # one target step at a time
             query = hidden_state[-1].unsqueeze(1)          # (batch, 1, num_hiddens)
             context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens)
-            x = torch.cat([context, emb.unsqueeze(1)], dim=-1)  # (batch, 1, hiddens + embed)
+            x = torch.cat([context, emb.unsqueeze(1)], dim=-1)  # (batch, 1, hiddens+embed)
             out, hidden_state = self.rnn(x, hidden_state)  # out: (batch, 1, num_hiddens)
             outputs.append(out)
             weights.append(self.attention.attention_weights)  # (batch, 1, enc_steps)
-        self.attention_weights = torch.cat(weights, dim=1)     # (batch, num_steps, enc_steps)
+        self.attention_weights = torch.cat(weights, dim=1)  # (batch, num_steps, enc_steps)
         outputs = torch.cat(outputs, dim=1)                    # (batch, num_steps, hiddens)
         return self.dense(outputs), (enc_outputs, hidden_state, enc_valid_lens)
 
@@ -153,13 +156,15 @@ def predict_seq2seq(model, data, pairs, device=None, batch_size=500):
     attention model, each prediction's weights (num_steps_tgt, src_steps), else None."""
     device = device or next(model.parameters()).device
     texts, weights = [], []
-    for start in range(0, len(pairs), batch_size):
-        src, _, src_valid_len, _ = data.tensors(pairs[start:start + batch_size])
-        tokens, w = greedy_decode(model, src.to(device), src_valid_len.to(device),
-                                  data.num_steps_tgt, data.tgt_vocab.bos, data.tgt_vocab.eos)
-        texts += [data.tgt_vocab.decode(t) for t in tokens.cpu()]
-        if w is not None:
-            weights += list(w.cpu())
+    with one_cpu_thread(device):  # small matrices: one CPU thread is fastest
+        for start in range(0, len(pairs), batch_size):
+            src, _, src_valid_len, _ = data.tensors(pairs[start:start + batch_size])
+            tokens, w = greedy_decode(model, src.to(device), src_valid_len.to(device),
+                                      data.num_steps_tgt, data.tgt_vocab.bos,
+                                      data.tgt_vocab.eos)
+            texts += [data.tgt_vocab.decode(t) for t in tokens.cpu()]
+            if w is not None:
+                weights += list(w.cpu())
     return texts, (weights or None)
 
 
@@ -185,3 +190,26 @@ def translate(model, data, source, device=None):
     num_out = len(data.tgt_vocab.encode(texts[0])) + 1  # + <eos>
     num_in = len(data.src_vocab.encode(source)) + 1     # + <eos>
     return texts[0], weights[0][:num_out, :num_in]
+
+
+def year_positions(source, target, separator="; "):
+    """Where each date's year stands: [(target positions, source positions)], one per date.
+
+    The target lists ISO dates "yyyy-mm-dd" separated by spaces, so date i's year is at
+    11 i .. 11 i + 3; in the source, every format writes the year as the only 4-digit
+    number of its date.
+    """
+    pairs, offset = [], 0
+    for i, part in enumerate(source.split(separator)):
+        start = offset + re.search(r"\d{4}", part).start()
+        pairs.append((list(range(11 * i, 11 * i + 4)), list(range(start, start + 4))))
+        offset += len(part) + len(separator)
+    return pairs
+
+
+def attention_share(weights, pairs):
+    """The mean, over the target positions of `pairs`, of the attention weight each puts
+    on its source positions. weights: (target steps, source steps); pairs: as returned by
+    year_positions."""
+    shares = [weights[t, cols].sum().item() for rows, cols in pairs for t in rows]
+    return sum(shares) / len(shares)

@@ -145,3 +145,19 @@ def test_accuracy_by_length_bins_and_counts():
     assert [r[2] for r in rows] == [1, 2, 1, 1, 0]
     assert rows[0][3] == 1.0 and rows[1][3] == 0.5 and rows[2][3] == 0.0 and rows[3][3] == 1.0
     assert rows[4][3] != rows[4][3]                          # NaN for an empty bin
+
+
+def test_year_positions_find_each_dates_year_in_source_and_target():
+    source, target = "3 mar 2021; tuesday, 12 january 1950", "2021-03-03 1950-01-12"
+    pairs = seq2seq.year_positions(source, target)
+    assert [([target[t] for t in rows], "".join(source[s] for s in cols))
+            for rows, cols in pairs] == [(list("2021"), "2021"), (list("1950"), "1950")]
+    assert seq2seq.year_positions("01/02/1999", "1999-02-01") == [([0, 1, 2, 3],
+                                                                   [6, 7, 8, 9])]
+
+
+def test_attention_share_averages_the_weight_on_the_given_columns():
+    weights = torch.zeros(5, 6)
+    weights[0, 2], weights[0, 3], weights[1, 4], weights[1, 0] = 0.5, 0.5, 0.25, 0.75
+    assert seq2seq.attention_share(weights, [([0, 1], [2, 3, 4])]) == pytest.approx(0.625)
+    assert seq2seq.attention_share(weights, [([0], [2]), ([1], [0])]) == pytest.approx(0.625)
