@@ -34,9 +34,11 @@ def test_book_config_has_what_the_course_relies_on():
     c = config()
     assert c["only_build_toc_files"] is True
     assert c["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
-    # Stored outputs are what the book shows (nbval proves them current); "off" must be a
-    # string: unquoted, YAML reads it as False.
+    # `make book` shows the stored outputs; `make test` rewrites this exact line to force
+    # execution (Makefile, build-check). "off" must be quoted: bare, YAML reads it as False.
     assert c["execute"]["execute_notebooks"] == "off"
+    assert '\n  execute_notebooks: "off"\n' in (ROOT / "_config.yml").read_text()
+    assert "execute_notebooks: force" in (ROOT / "Makefile").read_text()
     sphinx = c["sphinx"]
     assert "sphinx_exercise" in sphinx["extra_extensions"]
     assert ["html", "text/html", 0] in sphinx["config"]["nb_mime_priority_overrides"]
