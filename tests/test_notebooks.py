@@ -148,3 +148,14 @@ def test_exercises_are_numbered_within_their_chapter(path):
         assert lines[0].startswith(f"```{{exercise}} {chapter}.{k} "), (
             f"{rel(path)}: exercise {k} should be titled '{chapter}.{k} ...': {lines[0]}")
         assert ":nonumber:" in lines[1:3], f"{rel(path)}: {lines[0]} needs :nonumber:"
+
+
+@pytest.mark.parametrize("path", EXECUTED, ids=ids(EXECUTED))
+def test_every_figure_cell_has_alt_text(path):
+    """Screen readers and the browser tests need it; caught here before a build."""
+    for i, cell in enumerate(code_cells(read_notebook(path))):
+        if any("image/png" in o.get("data", {}) for o in outputs(cell)):
+            meta = cell.get("metadata", {}).get("mystnb", {})
+            alt = meta.get("image", {}).get("alt") or meta.get("figure", {}).get("caption")
+            assert alt, (f"{rel(path)}, code cell {i}: a figure without alt text; add the cell "
+                         'metadata {"mystnb": {"image": {"alt": "what the figure shows"}}}')
