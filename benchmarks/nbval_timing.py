@@ -11,8 +11,8 @@ peak memory, and exits non-zero beyond the tolerance.
 import os
 from collections import defaultdict
 
-from benchmarks.common import SCHEMA_VERSION, environment, write_json
-from benchmarks.notebooks import BUDGET_TOLERANCE, TOTAL_BUDGET, budget_for, report, status
+from benchmarks.common import environment, write_json
+from benchmarks import notebooks
 
 _seconds = defaultdict(float)
 _errors = {}
@@ -36,19 +36,10 @@ def pytest_runtest_logreport(report):
 
 def result():
     """The timings so far, in the form benchmarks.notebooks writes."""
-    rows = []
-    for path, seconds in _seconds.items():
-        budget = budget_for(path)
-        rows.append({"notebook": path, "budget_s": budget, "seconds": seconds,
-                     "peak_rss_mb": None, "peak_cuda_mb": None,
-                     "device": _environment.get("device"),
-                     "error": _errors.get(path),
-                     "status": status(seconds, budget, _errors.get(path))})
-    total = sum(_seconds.values())
-    return {"schema": SCHEMA_VERSION, "kind": "notebooks", "source": "nbval",
-            "tolerance": BUDGET_TOLERANCE, "notebooks": rows,
-            "total": {"seconds": total, "budget_s": TOTAL_BUDGET,
-                      "status": status(total, TOTAL_BUDGET)}}
+    measured = {path: {"seconds": seconds, "peak_rss_mb": None, "peak_cuda_mb": None,
+                       "device": _environment.get("device"), "error": _errors.get(path)}
+                for path, seconds in _seconds.items()}
+    return {**notebooks.summarise(measured), "source": "nbval"}
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -59,5 +50,5 @@ def pytest_terminal_summary(terminalreporter):
     measured["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     path = write_json(measured, "notebooks-nbval")
     terminalreporter.write_sep("-", "notebook times against their budgets (never fails the run)")
-    terminalreporter.write_line(report(measured))
+    terminalreporter.write_line(notebooks.report(measured))
     terminalreporter.write_line(f"results: {path}")

@@ -110,15 +110,23 @@ def run(paths, execute=None, log=print):
 
     `execute(path)` defaults to execute_notebook; the tests pass a fake with made-up times."""
     execute = execute or execute_notebook
-    rows = []
+    measured = {}
     for path in paths:
         path = Path(path)
         name = path.relative_to(ROOT).as_posix() if path.is_absolute() else path.as_posix()
         log(f"running {name} ...")
-        measured = execute(path)
-        budget = budget_for(path)
-        rows.append({"notebook": name, "budget_s": budget, **measured,
-                     "status": status(measured["seconds"], budget, measured.get("error"))})
+        measured[name] = execute(path)
+    return summarise(measured)
+
+
+def summarise(measured):
+    """The result dictionary from {notebook name: its measurements (seconds, error, ...)}:
+    each notebook's budget and status, and the total (also used by nbval_timing)."""
+    rows = []
+    for name, values in measured.items():
+        budget = budget_for(name)
+        rows.append({"notebook": name, "budget_s": budget, **values,
+                     "status": status(values["seconds"], budget, values.get("error"))})
     total = sum(r["seconds"] for r in rows)
     return {"schema": SCHEMA_VERSION, "kind": "notebooks",
             "tolerance": BUDGET_TOLERANCE, "notebooks": rows,
