@@ -30,6 +30,14 @@ def constant_score(queries, keys):
     return torch.zeros(shape, dtype=keys.dtype, device=keys.device)
 
 
+def entropy(weights):
+    """Entropy of each row of attention weights, in nats (0 log 0 counted as 0).
+
+    log(n) for a uniform row over n keys, 0 for a row with all its weight on one key.
+    """
+    return -(weights * torch.log(weights.clamp_min(1e-12))).sum(dim=-1)
+
+
 # -- Chapter 3: scoring functions and masking ---------------------------------------------
 
 def masked_softmax(X, valid_lens):

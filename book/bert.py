@@ -13,7 +13,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .multihead import one_cpu_thread
+from .device import one_cpu_thread
 from .transformer import TransformerEncoderBlock
 
 # -- Tokens and the vocabulary -------------------------------------------------------------

@@ -1,4 +1,5 @@
 """Device and seed helpers, with the same calls as d2l's (`try_gpu`, `try_all_gpus`)."""
+import contextlib
 import os
 import random
 
@@ -36,3 +37,19 @@ def set_seed(seed=0):
     np.random.seed(seed)
     torch.manual_seed(seed)  # also seeds every CUDA device
     os.environ["PYTHONHASHSEED"] = str(seed)
+
+
+@contextlib.contextmanager
+def one_cpu_thread(device=None):
+    """Run a tiny model's training on one CPU thread (restored afterwards).
+
+    Splitting a 32-wide matrix product over threads costs more than it saves, and on a
+    busy machine waiting threads can slow training down twentyfold. No effect on a GPU.
+    """
+    threads = torch.get_num_threads()
+    if torch.device(device or "cpu").type == "cpu":
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

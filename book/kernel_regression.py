@@ -8,6 +8,7 @@ Inputs are scalars, so queries, keys and values are 1-D tensors.
 import torch
 from torch import nn
 
+from .attention import entropy
 from .plot import show_heatmaps
 
 
@@ -113,14 +114,6 @@ def train(model, x_train, y_train, num_epochs=50, lr=3.0):
 
 
 # -- Measuring and drawing -------------------------------------------------------------
-
-def entropy(weights):
-    """Entropy of each row of attention weights, in nats (0 log 0 counted as 0).
-
-    log(n) for a uniform row over n keys, 0 for a row with all its weight on one key.
-    """
-    return -(weights * torch.log(weights.clamp_min(1e-12))).sum(dim=-1)
-
 
 def mse(prediction, target):
     """Mean squared error, as a Python float."""

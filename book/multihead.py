@@ -4,28 +4,11 @@ The neighbour task: every position must output the token on its left and the tok
 its right. One attention head has one softmax per query, so it has to choose where to
 look; two heads can look left and right at the same time.
 """
-import contextlib
-
 import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
-
-
-@contextlib.contextmanager
-def one_cpu_thread(device=None):
-    """Run a tiny model's training on one CPU thread (restored afterwards).
-
-    Splitting a 32-wide matrix product over threads costs more than it saves, and on a
-    busy machine waiting threads can slow training down twentyfold. No effect on a GPU.
-    """
-    threads = torch.get_num_threads()
-    if torch.device(device or "cpu").type == "cpu":
-        torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
+from .device import one_cpu_thread
 
 
 # -- The same layer in PyTorch -----------------------------------------------------

@@ -49,12 +49,14 @@ def to_numpy(x):
 
 
 def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5), cmap="Reds",
-                  fig=None, xticklabels=None, yticklabels=None):
+                  fig=None, xticklabels=None, yticklabels=None, vmin=0.0, vmax=1.0):
     """Draw a (rows, cols, queries, keys) grid of heatmaps with one shared colour bar.
 
-    Same call as d2l's; unlike d2l's, all panels share one colour scale, so the colour bar
-    is true for each. Rows of the grid are usually examples, columns heads. Pass `fig` to
-    draw into that Figure, and tick labels to name the keys and queries (tokens, say).
+    Same call as d2l's; unlike d2l's, all panels share one fixed colour scale, 0 to 1 for
+    attention weights, so near-uniform weights look uniform and the colour bar is true for
+    every panel and every widget frame. For other matrices pass vmin=None, vmax=None (the
+    scale then spans the data). Rows of the grid are usually examples, columns heads. Pass
+    `fig` to draw into that Figure, and tick labels to name the keys and queries.
     """
     M = to_numpy(matrices)
     if M.ndim != 4:
@@ -70,7 +72,12 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5), cma
     if own_figure:
         fig = plt.figure(figsize=figsize, layout="constrained")
     axes = fig.subplots(num_rows, num_cols, sharex=True, sharey=True, squeeze=False)
-    low, high = float(M.min()), float(M.max())
+    low = float(M.min()) if vmin is None else vmin
+    high = float(M.max()) if vmax is None else vmax
+    if M.min() < low - 1e-6 or M.max() > high + 1e-6:
+        raise ValueError(f"values span [{M.min():.3g}, {M.max():.3g}], outside the colour "
+                         f"scale [{low:g}, {high:g}]; for matrices that are not attention "
+                         "weights pass vmin=None, vmax=None")
     norm = Normalize(vmin=low, vmax=high if high > low else low + 1e-6)  # one shared scale
     for i in range(num_rows):
         for j in range(num_cols):
@@ -90,6 +97,14 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5), cma
                 ax.set_title(titles[j])
     fig.colorbar(image, ax=axes, shrink=0.6)
     return None if own_figure else fig
+
+
+def smooth(values, width=20):
+    """Moving average over `width` consecutive values (len(values) - width + 1 of them)."""
+    values = torch.as_tensor(values, dtype=torch.float32)
+    if not 1 <= width <= len(values):
+        raise ValueError(f"width must be from 1 to len(values) = {len(values)}, got {width}")
+    return values.unfold(0, width, 1).mean(dim=1)  # (len(values) - width + 1,)
 
 
 def figure_to_png(fig, dpi=None):

@@ -9,7 +9,7 @@ import torch
 from matplotlib.ticker import MaxNLocator
 
 from .attention import masked_softmax
-from .kernel_regression import entropy
+from .attention import entropy
 from .plot import show_heatmaps
 
 

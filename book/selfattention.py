@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention, PositionalEncoding
-from .multihead import one_cpu_thread
+from .device import one_cpu_thread
 
 
 # -- CNN vs RNN vs self-attention, measured ------------------------------------------------

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from .attention import AdditiveAttention
-from .multihead import one_cpu_thread
+from .device import one_cpu_thread
 
 
 class Seq2SeqEncoder(nn.Module):

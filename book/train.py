@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from .multihead import one_cpu_thread
+from .device import one_cpu_thread
 
 
 def warmup_schedule(warmup_steps):

@@ -40,7 +40,8 @@ def test_style_is_applied_on_import():
 def test_show_heatmaps_draws_one_panel_per_matrix_with_a_shared_scale():
     weights = torch.rand(2, 3, 4, 5)
     weights[1, 2] *= 10  # one panel with a much larger range
-    fig = plot.show_heatmaps(weights, "keys", "queries", titles=["a", "b", "c"], fig=Figure())
+    fig = plot.show_heatmaps(weights, "keys", "queries", titles=["a", "b", "c"], fig=Figure(),
+                             vmin=None, vmax=None)
     images = [im for ax in fig.axes for im in ax.images]
     assert len(images) == 6
     limits = {im.get_clim() for im in images}
@@ -48,6 +49,23 @@ def test_show_heatmaps_draws_one_panel_per_matrix_with_a_shared_scale():
     assert limits.pop() == pytest.approx((weights.min().item(), weights.max().item()))
     assert len(fig.axes) == 7  # six panels and one colour bar
     np.testing.assert_allclose(images[-1].get_array(), weights[1, 2].numpy())
+
+
+def test_show_heatmaps_uses_a_fixed_zero_to_one_scale_for_weights():
+    """Near-uniform weights must look uniform: the scale is 0..1 whatever the data span."""
+    weights = torch.full((1, 2, 3, 8), 0.125)
+    weights[0, 1, 0, 0] = 0.128
+    fig = plot.show_heatmaps(weights, "keys", "queries", fig=Figure())
+    assert {im.get_clim() for ax in fig.axes for im in ax.images} == {(0.0, 1.0)}
+    with pytest.raises(ValueError, match="vmin=None, vmax=None"):
+        plot.show_heatmaps(torch.full((1, 1, 2, 2), 3.0), "k", "q", fig=Figure())
+
+
+def test_smooth_is_a_moving_average():
+    torch.testing.assert_close(plot.smooth([1.0, 2.0, 3.0, 4.0], width=2),
+                               torch.tensor([1.5, 2.5, 3.5]))
+    with pytest.raises(ValueError, match="width"):
+        plot.smooth([1.0, 2.0], width=3)
 
 
 def test_show_heatmaps_matches_d2l_call_and_shows_a_pyplot_figure():

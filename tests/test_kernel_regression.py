@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from book import kernel_regression as kr
-from book.attention import attention_pool, gaussian_score
+from book.attention import attention_pool, entropy, gaussian_score
 from book.plot import new_figure
 
 
@@ -117,14 +117,14 @@ def test_without_leave_one_out_a_larger_w_always_looks_better(data):
 
 def test_entropy_of_uniform_one_hot_and_zero_rows():
     weights = torch.tensor([[0.25, 0.25, 0.25, 0.25], [1.0, 0, 0, 0], [0, 0, 0, 0]])
-    torch.testing.assert_close(kr.entropy(weights), torch.tensor([math.log(4), 0.0, 0.0]))
+    torch.testing.assert_close(entropy(weights), torch.tensor([math.log(4), 0.0, 0.0]))
 
 
 def test_fit_is_the_widgets_compute_function(data):
     y_hat, weights, loss, mean_entropy = kr.fit(0.3, "gaussian", data)
     assert y_hat.shape == (50,) and weights.shape == (50, 50)
     assert loss == pytest.approx(kr.mse(y_hat, data[3]))
-    assert mean_entropy == pytest.approx(kr.entropy(weights).mean().item())
+    assert mean_entropy == pytest.approx(entropy(weights).mean().item())
     wide, narrow = kr.fit(4.0)[3], kr.fit(0.05)[3]
     assert narrow < mean_entropy < wide < math.log(50)
     assert kr.fit(0.3)[2] < kr.fit(4.0)[2], "a good width beats a width near average pooling"

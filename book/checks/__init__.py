@@ -14,5 +14,8 @@ from .ch07 import check_causal_mask, check_pre_norm_block
 from .ch08 import check_bert_param_count, check_mlm_masking
 from .a1 import check_chunked_attention
 
-__all__ = ["CheckFailed", "check_softmax", "check_topk_attention_pool",
-           "check_transpose_qkv", "check_transpose_output", "check_learned_positional_encoding"]
+__all__ = ["CheckFailed", "check_softmax", "check_topk_attention_pool", "check_epanechnikov_pool",
+           "check_masked_softmax", "check_scaled_dot_product_attention", "check_bahdanau_step",
+           "check_transpose_qkv", "check_transpose_output", "check_learned_positional_encoding",
+           "check_causal_mask", "check_pre_norm_block", "check_mlm_masking", "check_bert_param_count",
+           "check_chunked_attention"]
