@@ -5,7 +5,10 @@
 * `application/vnd.jupyter.widget-view+json`: live ipywidgets sliders in Jupyter and Colab;
 * `text/html`: the same controls in plain HTML over frames precomputed for every combination
   of control values, swapped by a few lines of inline JavaScript (no kernel, no CDN). The
-  book's `_config.yml` tells myst-nb to prefer this one for the HTML builder.
+  book's `_config.yml` tells myst-nb to prefer this one for the HTML builder. It carries a
+  visible note, "Static preview: ... run this cell for live controls", that the inline script
+  hides: where the script cannot run (an untrusted notebook in JupyterLab or Jupyter before
+  the cell is run, where the controls would do nothing), the note tells the reader why.
 
 `draw(fig, **values)` draws one frame into a fresh matplotlib Figure and may return a caption
 (a string shown under the figure). Keep `draw` thin: it should call a plain compute function
@@ -120,6 +123,7 @@ class Interactive:
                f'style="max-width:100%">' if images[first] else "")
         return (
             f'<div class="book-widget" id="{uid}">'
+            f'<p class="book-widget-note" style="{_NOTE_STYLE}">{_NOTE}</p>'
             f'<div class="book-widget-controls" style="display:flex;flex-wrap:wrap;gap:1.2em;'
             f'margin-bottom:.4em">{"".join(inputs)}</div>{img}'
             f'<pre class="book-widget-caption" style="margin-top:.3em">{html.escape(captions[first])}</pre>'
@@ -177,7 +181,14 @@ def _index(indices, shape):
     return flat
 
 
+# Shown where the inline script cannot run; the script removes it (see the module docstring).
+_NOTE = ("<strong>Static preview:</strong> these controls do nothing until the cell runs. "
+         "Run this cell (Shift+Enter), or Run All, for live controls.")
+_NOTE_STYLE = ("margin:.3em 0;padding:.3em .6em;border-left:3px solid #c47f00;"
+               "background:#fff6e0;color:#4a3200;font-size:.9em")
+
 _SCRIPT = """(function(){var root=document.getElementById(%s);if(!root)return;
+var note=root.querySelector('.book-widget-note');if(note)note.remove();
 var d=JSON.parse(root.querySelector('.book-widget-data').textContent);
 var inputs=root.querySelectorAll('[data-k]');var img=root.querySelector('img');
 var cap=root.querySelector('.book-widget-caption');

@@ -77,3 +77,18 @@ def test_draw_must_return_a_caption_or_none():
     w = widgets.interact(lambda fig, x: 42, figsize=(2, 2), x=[1])
     with pytest.raises(TypeError, match="caption"):
         w.frames()
+
+
+def test_static_preview_says_it_is_one_until_its_script_runs():
+    """Where the inline script cannot run (an untrusted notebook in JupyterLab before Run All),
+    the controls do nothing: a visible note says so and tells the reader to run the cell. The
+    script removes the note, so the HTML book (script runs) shows working controls without it."""
+    html = widgets.interact(draw, figsize=(2, 2), width=[1, 2], kind=["up"]).to_html()
+    note = re.search(r'<p class="book-widget-note"[^>]*>(.*?)</p>', html)
+    assert note, "the static preview carries a note"
+    text = re.sub(r"<[^>]+>", "", note.group(1))
+    assert "Static preview" in text and "Run this cell" in text and "live controls" in text
+    assert "display:none" not in note.group(0) and "hidden" not in note.group(0), "visible by default"
+    assert html.index("book-widget-note") < html.index("book-widget-controls"), "seen before the controls"
+    script = re.search(r"<script>(.*?)</script>", html, re.S).group(1)
+    assert "querySelector('.book-widget-note')" in script and "note.remove()" in script
