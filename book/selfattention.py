@@ -3,10 +3,13 @@ sinusoidal encoding; and an order-sensitive task (reversal) to compare positiona
 """
 import math
 import time
+from collections import Counter
+from fractions import Fraction
 
 import numpy as np
 import torch
 from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
 
 from .attention import MultiHeadAttention, PositionalEncoding
 from .device import one_cpu_thread
@@ -26,6 +29,30 @@ def sequence_layers(num_hiddens=64, num_heads=4, kernel_size=3):
     }, nn.ModuleList([conv, gru, attention])
 
 
+def count_operations(lengths, num_hiddens=64):
+    """Floating-point operations (a multiply-add counts 2) of one forward pass of each layer
+    at each sequence length, counted by PyTorch's FlopCounterMode on the meta device: an
+    exact count, the same on every machine, and nothing is computed."""
+    counts = {}
+    with torch.device("meta"):
+        layers, _ = sequence_layers(num_hiddens)
+        for n in lengths:
+            X = torch.randn(1, n, num_hiddens)                       # (1, n, d)
+            for name, layer in layers.items():
+                with FlopCounterMode(display=False) as counter, torch.no_grad():
+                    layer(X)
+                counts.setdefault(name, []).append(counter.get_total_flops())
+    return counts
+
+
+def _clock(device):
+    """On the CPU, the CPU time of this thread: it stops while other programs run, so a
+    busy machine does not inflate the measurement. On a GPU (or where the thread clock is
+    coarse, as on Windows), wall-clock time."""
+    fine = time.get_clock_info("thread_time").resolution <= 1e-6
+    return time.thread_time if device.type == "cpu" and fine else time.perf_counter
+
+
 def _synchronize(device):
     if torch.device(device).type == "cuda":
         torch.cuda.synchronize(device)
@@ -37,7 +64,8 @@ def time_layers(lengths, num_hiddens=64, batch_size=1, device=None, budget=0.1):
 
     Each time is the fastest of at least 3 runs (more for fast layers, up to `budget`
     seconds): the minimum is the least disturbed by other programs on the machine. On the
-    CPU the layers run on one thread, so that the clock counts operations, not scheduling.
+    CPU the layers run on one thread, timed by that thread's CPU time, so that the clock
+    counts the layer's own work, not the time it waits while other programs run.
     """
     device = torch.device(device or "cpu")
     layers, modules = sequence_layers(num_hiddens)
@@ -49,19 +77,41 @@ def time_layers(lengths, num_hiddens=64, batch_size=1, device=None, budget=0.1):
 
 
 def _time_all(layers, times, lengths, num_hiddens, batch_size, device, budget):
+    clock = _clock(device)
     for n in lengths:
         X = torch.randn(batch_size, n, num_hiddens, device=device)  # (batch, n, d)
         for name, layer in layers.items():
             layer(X)  # warm-up: the first call allocates memory
-            runs, spent, best = 0, 0.0, math.inf
-            while runs < 3 or (spent < budget and runs < 20):
-                _synchronize(device)
-                start = time.perf_counter()
-                layer(X)
-                _synchronize(device)
-                seconds = time.perf_counter() - start
-                runs, spent, best = runs + 1, spent + seconds, min(best, seconds)
-            times[name].append(best)
+            times[name].append(_fastest(lambda: layer(X), device, clock, budget))
+
+
+def _fastest(run, device, clock, budget=0.1):
+    runs, spent, best = 0, 0.0, math.inf
+    while runs < 3 or (spent < budget and runs < 20):
+        _synchronize(device)
+        start = clock()
+        run()
+        _synchronize(device)
+        seconds = clock() - start
+        runs, spent, best = runs + 1, spent + seconds, min(best, seconds)
+    return best
+
+
+@torch.no_grad()
+def memory_write_times(lengths, num_heads=4, device=None):
+    """Seconds to write a (num_heads, n, n) float32 tensor, the size of self-attention's
+    weights, at each length n: into memory allocated afresh for each write (as every
+    forward pass does) and into memory allocated once and reused. Returns (new, reused)."""
+    device = torch.device(device or "cpu")
+    clock, new, reused = _clock(device), [], []
+    with one_cpu_thread(device):
+        for n in lengths:
+            shape = (num_heads, n, n)
+            new.append(_fastest(lambda: torch.empty(shape, device=device).fill_(1.0),
+                                device, clock))
+            buffer = torch.empty(shape, device=device)
+            reused.append(_fastest(lambda: buffer.fill_(1.0), device, clock))
+    return new, reused
 
 
 def loglog_slope(lengths, seconds):
@@ -169,6 +219,75 @@ def reversal_accuracy(model, min_len, max_len, num_examples=500, vocab_size=20, 
     model.train(was_training)
     valid = torch.arange(max_len, device=device) < lens[:, None]
     return (correct & valid).sum().item() / valid.sum().item()
+
+
+def _partitions(n, largest=None):
+    """The ways to write n as a sum of positive counts, largest first: 3 = 3, 2+1, 1+1+1."""
+    largest = n if largest is None else largest
+    if n == 0:
+        yield ()
+        return
+    for first in range(min(n, largest), 0, -1):
+        for rest in _partitions(n - first, first):
+            yield (first,) + rest
+
+
+def best_order_blind_accuracy(min_len, max_len, vocab_size):
+    """The highest expected share of positions that a model blind to order (permutation-
+    equivariant) can reverse correctly on `reversal_batch`'s sequences: exact, as a Fraction.
+
+    Such a model sees a position's symbol a and the bag of the sequence's symbols, so it
+    gives every copy of a the same answer; the best answer is the symbol most likely to
+    stand at the mirrored position. For a sequence of length n with c_b copies of symbol b
+    that is the symbol with the largest c_b when n is odd (a copy of a in the middle is its
+    own mirror), and with the largest of c_b (b != a) and c_a - 1 when n is even. This
+    counts every bag by the profile of its counts (a partition of n), for each length.
+    """
+    if not 1 <= min_len <= max_len or vocab_size < 2:
+        raise ValueError(f"need 1 <= min_len <= max_len and vocab_size >= 2, got "
+                         f"min_len={min_len}, max_len={max_len}, vocab_size={vocab_size}")
+    symbols = vocab_size - 1                                    # token 0 is padding
+    correct = Fraction(0)
+    for n in range(min_len, max_len + 1):                       # each length equally likely
+        for counts in _partitions(n):
+            if len(counts) > symbols:
+                continue
+            bags = math.perm(symbols, len(counts))              # which symbols get the counts
+            for repeats in Counter(counts).values():
+                bags //= math.factorial(repeats)
+            orders = math.factorial(n)                          # arrangements of one bag
+            for c in counts:
+                orders //= math.factorial(c)
+            if n % 2:
+                right = Fraction(sum(c * max(counts) for c in counts), n)
+            else:
+                right = Fraction(sum(c * max([c - 1] + list(counts[:i] + counts[i + 1:]))
+                                     for i, c in enumerate(counts)), n - 1)
+            correct += Fraction(bags * orders, symbols ** n) * right   # expected, per length
+    return correct / sum(range(min_len, max_len + 1))           # right / all positions
+
+
+@torch.no_grad()
+def attention_maps(model, X, valid_lens):
+    """The attention weights of every block of an OrderModel on X:
+    (blocks, batch, heads, n, n)."""
+    model.eval()
+    model(X, valid_lens)
+    batch, n = X.shape
+    return torch.stack([blk.attention.attention.attention_weights.reshape(batch, -1, n, n)
+                        for blk in model.blks])
+
+
+def mirror_share(weights, valid_lens):
+    """The average weight a query at position t puts on the mirrored position n - 1 - t:
+    weights (batch, heads, n, n), averaged over heads and the real positions."""
+    lens = valid_lens.to(weights.device)
+    t = torch.arange(weights.shape[-1], device=weights.device)          # (n,)
+    mirror = (lens[:, None] - 1 - t).clamp(min=0)                        # (batch, n)
+    index = mirror[:, None, :, None].expand(-1, weights.shape[1], -1, 1)
+    on_mirror = weights.gather(-1, index)[..., 0].mean(dim=1)            # (batch, n)
+    valid = t < lens[:, None]
+    return (on_mirror * valid).sum().item() / valid.sum().item()
 
 
 def train_order_model(pos_encoding_class, num_steps=600, min_len=8, max_len=16,
