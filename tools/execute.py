@@ -4,6 +4,9 @@
 
 Each notebook runs in a fresh kernel from its own folder (as Jupyter, nbval and the book do).
 Per-cell timing metadata is not recorded, so re-running an unchanged notebook gives the same file.
+It is written in the form JupyterLab saves (tools/normalise_notebooks.py: the python3
+kernelspec, the kernel's language_info, cell ids), so that opening it in JupyterLab modifies
+nothing.
 """
 import os
 import sys
@@ -12,6 +15,9 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from normalise_notebooks import normalise, text  # noqa: E402
 
 
 def execute(path, timeout=600):
@@ -24,7 +30,7 @@ def execute(path, timeout=600):
     client.execute()
     seconds = time.perf_counter() - start
     nb.metadata.pop("papermill", None)
-    nbformat.write(nb, path)
+    path.write_text(text(normalise(nb)), encoding="utf-8")
     return seconds
 
 

@@ -14,19 +14,33 @@ Conventions in a solution notebook (exercises/solutions/NN_*.ipynb):
   "### Exercise N.k: Title" section.
 * A code cell tagged `check` (it calls a `book.checks` checker) is tagged `raises-exception`
   in the learner copy: until the learner solves the exercise it fails, on purpose.
-The learner copy is stored without outputs.
+* MyST roles that JupyterLab (with jupyterlab-myst) cannot render become plain Markdown:
+  {doc}`../../chapters/03_scoring_functions` (relative to exercises/solutions/, shown in
+  JupyterLab as that raw path and linking nowhere) becomes a link from the learner copy's
+  folder, [3. Attention scoring functions](../chapters/03_scoring_functions.ipynb), titled as
+  the book titles it; {cite}`key` (shown as the bare key with a "not found" mark) becomes
+  "(Author, year)" from references.bib.
+The learner copy is stored without outputs, in the form JupyterLab saves a notebook
+(tools/normalise_notebooks.py), so that opening it in JupyterLab modifies nothing.
 """
+import os
 import re
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from normalise_notebooks import normalise, text  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SOLUTIONS = ROOT / "exercises" / "solutions"
 BEGIN = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION(?:\s+hint:\s*(?P<hint>.*))?$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")
 GATE = re.compile(r"^\s*```\{solution-(start|end)\}")
+DOC = re.compile(r"\{doc\}`(?:(?P<text>[^`<]*?)\s*<(?P<target>[^`>]+)>|(?P<bare>[^`]+))`")
+CITE = re.compile(r"\{cite(?::(?P<kind>[pt]))?\}`(?P<keys>[^`]+)`")
 EXERCISE = re.compile(r"^```\{exercise\}\s*(?P<title>.*?)\n(?P<options>(?::[^\n]*\n)*)(?P<body>.*?)\n?```\s*$", re.S)
 
 
@@ -37,6 +51,62 @@ def plain_exercise(markdown):
         return markdown
     number, _, title = match["title"].partition(" ")  # "8.1 The 80/10/10 masking"
     return f"### Exercise {number}: {title}\n\n{match['body'].strip()}"
+
+
+def title(path):
+    """A document's title as the book shows it: its first `# ` heading."""
+    if path.suffix == ".ipynb":
+        cells = nbformat.read(path, as_version=4).cells
+        lines = [line for c in cells if c.cell_type == "markdown" for line in c.source.splitlines()]
+    else:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    return next((line[2:].strip() for line in lines if line.startswith("# ")), path.stem)
+
+
+def doc_link(match, source_dir, target_dir, where):
+    """{doc}`target` or {doc}`text <target>` as a Markdown link that works from target_dir."""
+    target = (match["target"] or match["bare"]).strip()
+    base = ROOT if target.startswith("/") else source_dir
+    stem = (base / target.lstrip("/")).resolve()
+    found = [stem.with_name(stem.name + suffix) for suffix in (".ipynb", ".md")
+             if stem.with_name(stem.name + suffix).exists()]
+    if not found:
+        raise ValueError(f"{where}: {{doc}}`{target}` names no notebook or Markdown file "
+                         f"(looked for {stem.relative_to(ROOT)}.ipynb and .md)")
+    link = Path(os.path.relpath(found[0], target_dir)).as_posix()
+    return f"[{(match['text'] or '').strip() or title(found[0])}]({link})"
+
+
+@lru_cache(maxsize=1)
+def bibliography():
+    from pybtex.database import parse_file
+
+    return parse_file(ROOT / "references.bib").entries
+
+
+def author_year(key, where):
+    entry = bibliography().get(key)
+    if entry is None:
+        raise ValueError(f"{where}: {{cite}}`{key}` is not in references.bib")
+    names = [" ".join(p.last_names).replace("{", "").replace("}", "")
+             for p in entry.persons.get("author", [])]
+    who = (names[0] if len(names) == 1 else f"{names[0]} and {names[1]}" if len(names) == 2
+           else f"{names[0]} et al.") if names else key
+    return who, entry.fields.get("year", "n.d.")
+
+
+def citation(match, where):
+    """{cite}`a,b` as "(A, 1964; B, 1964)"; {cite:t}`a` as "A (1964)"."""
+    refs = [author_year(key.strip(), where) for key in match["keys"].split(",")]
+    if match["kind"] == "t":
+        return "; ".join(f"{who} ({year})" for who, year in refs)
+    return "(" + "; ".join(f"{who}, {year}" for who, year in refs) + ")"
+
+
+def plain_roles(markdown, source_dir, target_dir, where):
+    """The MyST roles JupyterLab cannot render ({doc}, {cite}) as plain Markdown."""
+    markdown = DOC.sub(lambda m: doc_link(m, source_dir, target_dir, where), markdown)
+    return CITE.sub(lambda m: citation(m, where), markdown)
 
 
 def strip_solution(source, where):
@@ -83,17 +153,15 @@ def learner_copy(solution_path):
             if "check" in tags and "raises-exception" not in tags:
                 tags.append("raises-exception")
         else:
-            new = nbformat.v4.new_markdown_cell(plain_exercise(cell.source))
+            new = nbformat.v4.new_markdown_cell(plain_roles(
+                plain_exercise(cell.source), solution_path.parent, ROOT / "exercises", where))
         if tags:
             new.metadata["tags"] = tags
         cells.append(new)
-    learner = nbformat.v4.new_notebook(cells=cells, metadata={
-        "kernelspec": nb.metadata.get("kernelspec", {"name": "python3", "display_name": "Python 3",
-                                                     "language": "python"}),
-        "language_info": {"name": "python"}})
+    learner = nbformat.v4.new_notebook(cells=cells)
     for i, cell in enumerate(learner.cells):  # stable ids, so regenerating gives the same file
         cell["id"] = f"cell-{i}"
-    return nbformat.writes(learner) + "\n"
+    return text(normalise(learner))
 
 
 def main(check=False):
