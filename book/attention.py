@@ -1,4 +1,4 @@
-"""Attention pooling, scoring functions and attention layers (chapters 1, 3, 5 and 6)."""
+"""Attention pooling, scoring functions and attention layers (chapters 1, 3, 5, 6 and A1)."""
 import math
 
 import torch
@@ -124,11 +124,7 @@ def transpose_output(X, num_heads):
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention: `num_heads` scaled dot-product attentions side by side.
-
-    `fused=True` computes the same function with torch's fused
-    `scaled_dot_product_attention` (faster, less memory; no `attention_weights` kept).
-    """
+    """Multi-head attention: `num_heads` scaled dot-product attentions side by side."""
 
     def __init__(self, num_hiddens, num_heads, dropout, bias=False, fused=False):
         super().__init__()
@@ -143,8 +139,8 @@ class MultiHeadAttention(nn.Module):
         self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
 
     def forward(self, queries, keys, values, valid_lens=None):
-        if self.fused:
-            return self._fused_forward(queries, keys, values, valid_lens)
+        if self.fused:  # the same function on PyTorch's fused kernel (appendix A1)
+            return fused_multihead_attention(self, queries, keys, values, valid_lens)
         queries = transpose_qkv(self.W_q(queries), self.num_heads)  # (batch*h, q, d/h)
         keys = transpose_qkv(self.W_k(keys), self.num_heads)        # (batch*h, k, d/h)
         values = transpose_qkv(self.W_v(values), self.num_heads)    # (batch*h, k, d/h)
@@ -153,27 +149,31 @@ class MultiHeadAttention(nn.Module):
         output = self.attention(queries, keys, values, valid_lens)  # (batch*h, q, d/h)
         return self.W_o(transpose_output(output, self.num_heads))   # (batch, q, d)
 
-    def _fused_forward(self, queries, keys, values, valid_lens):
-        batch, num_queries, num_keys = *queries.shape[:2], keys.shape[1]
 
-        def heads(X):  # (batch, n, d) -> (batch, heads, n, d/heads)
-            return X.reshape(batch, X.shape[1], self.num_heads, -1).transpose(1, 2)
+def fused_multihead_attention(mha, queries, keys, values, valid_lens=None):
+    """What `MultiHeadAttention(..., fused=True)` computes: the same function as the
+    readable path, with torch's `scaled_dot_product_attention` (faster, less memory),
+    which never stores the attention weights (`attention_weights` is set to None)."""
+    batch, num_queries, num_keys = *queries.shape[:2], keys.shape[1]
 
-        mask = empty = None
-        if valid_lens is not None:  # bool mask, True = attend (nn.MHA: True = ignore)
-            lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None]
-            mask = torch.arange(num_keys, device=keys.device) < lens[..., None]
-            mask = mask.unsqueeze(1)  # (batch, 1, q or 1, keys): the same for all heads
-            empty = ~mask.any(dim=-1, keepdim=True)  # rows with no valid key at all
-            mask = mask | empty  # let them attend anywhere (no NaN on any backend) ...
-        dropout = self.attention.dropout.p if self.training else 0.0
-        output = nn.functional.scaled_dot_product_attention(
-            heads(self.W_q(queries)), heads(self.W_k(keys)), heads(self.W_v(values)),
-            attn_mask=mask, dropout_p=dropout)                  # (batch, heads, q, d/h)
-        if empty is not None:  # ... then output zeros there, as masked_softmax gives
-            output = output.masked_fill(empty, 0.0)
-        self.attention.attention_weights = None
-        return self.W_o(output.transpose(1, 2).reshape(batch, num_queries, -1))
+    def heads(X):  # (batch, n, d) -> (batch, heads, n, d/heads): no folding needed
+        return X.reshape(batch, X.shape[1], mha.num_heads, -1).transpose(1, 2)
+
+    mask = empty = None
+    if valid_lens is not None:  # bool mask, True = attend (nn.MHA: True = ignore)
+        lens = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None]
+        mask = torch.arange(num_keys, device=keys.device) < lens[..., None]
+        mask = mask.unsqueeze(1)  # (batch, 1, q or 1, keys): the same for all heads
+        empty = ~mask.any(dim=-1, keepdim=True)  # rows with no valid key at all
+        mask = mask | empty  # let them attend anywhere (no NaN on any backend) ...
+    dropout = mha.attention.dropout.p if mha.training else 0.0
+    output = nn.functional.scaled_dot_product_attention(
+        heads(mha.W_q(queries)), heads(mha.W_k(keys)), heads(mha.W_v(values)),
+        attn_mask=mask, dropout_p=dropout)                  # (batch, heads, q, d/h)
+    if empty is not None:  # ... then output zeros there, as masked_softmax gives
+        output = output.masked_fill(empty, 0.0)
+    mha.attention.attention_weights = None
+    return mha.W_o(output.transpose(1, 2).reshape(batch, num_queries, -1))  # (b, q, d)
 
 
 # -- Chapter 6: positional encoding -------------------------------------------------------

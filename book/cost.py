@@ -81,10 +81,10 @@ def peak_memory(fn, device="cpu"):
 
 
 def fit_power_law(ns, ys):
-    """Fit y = c * n^b by least squares on log y = log c + b log n; return (b, c)."""
+    """Fit y = c * n^s by least squares on log y = log c + s log n; return (s, c)."""
     log_n, log_y = np.log(np.asarray(ns, dtype=float)), np.log(np.asarray(ys, dtype=float))
-    b, log_c = np.polyfit(log_n, log_y, deg=1)  # slope and intercept of the straight line
-    return float(b), float(math.exp(log_c))
+    s, log_c = np.polyfit(log_n, log_y, deg=1)  # slope and intercept of the straight line
+    return float(s), float(math.exp(log_c))
 
 
 def training_step(layer, X, valid_lens=None):

@@ -1,8 +1,9 @@
 """Chapter 5's helpers: the bridge to `nn.MultiheadAttention`, and a job for two heads.
 
 The neighbour task: every position must output the token on its left and the token on
-its right. One attention head has one softmax per query, so it has to choose where to
-look; two heads can look left and right at the same time.
+its right. One attention head has one softmax per query: it returns one weighted average,
+from which a linear read-out recovers only one of the two neighbours. Two heads look left
+and right at the same time; one head with a small MLP read-out also solves the task.
 """
 import torch
 from torch import nn
@@ -54,13 +55,20 @@ def neighbour_batch(batch_size, generator=None, device=None):
 
 
 class NeighbourModel(nn.Module):
-    """One-hot digit and position, Linear, multi-head self-attention, two read-outs."""
+    """One-hot digit and position, Linear, multi-head self-attention, two read-outs.
 
-    def __init__(self, num_heads, num_hiddens=32):
+    The read-out is linear, or, with `mlp_hiddens`, a small MLP (Linear, ReLU, Linear).
+    """
+
+    def __init__(self, num_heads, num_hiddens=32, mlp_hiddens=None):
         super().__init__()
         self.embed = nn.Linear(VOCAB_SIZE + SEQ_LEN, num_hiddens)
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout=0.0)
-        self.classify = nn.Linear(num_hiddens, 2 * VOCAB_SIZE)  # left, right neighbour
+        if mlp_hiddens is None:  # left and right neighbour: 2 x 10 scores
+            self.classify = nn.Linear(num_hiddens, 2 * VOCAB_SIZE)
+        else:
+            self.classify = nn.Sequential(nn.Linear(num_hiddens, mlp_hiddens), nn.ReLU(),
+                                          nn.Linear(mlp_hiddens, 2 * VOCAB_SIZE))
 
     def forward(self, X):
         tokens = nn.functional.one_hot(X, VOCAB_SIZE).float()            # (b, n, V)
@@ -79,15 +87,44 @@ def neighbour_accuracy(model, num_examples=500, seed=99):
     return correct.float().mean(dim=(0, 1)).cpu()           # (2,): left, right
 
 
+@torch.no_grad()
+def weight_on_neighbours(model, num_examples=500, seed=99):
+    """How much weight each head puts on the left and on the right neighbour, on average
+    over the queries of fresh sequences: (heads, 2). 1.0 = all of it, a clean head."""
+    device = next(model.parameters()).device
+    X, _ = neighbour_batch(num_examples, torch.Generator().manual_seed(seed), device)
+    model(X)                                                # keeps the heads' weights
+    weights = head_weights(model.attention, num_examples)   # (batch, heads, n, n)
+    query = torch.arange(SEQ_LEN, device=device)
+    left = weights[:, :, query, (query - 1) % SEQ_LEN]       # (batch, heads, n)
+    right = weights[:, :, query, (query + 1) % SEQ_LEN]      # (batch, heads, n)
+    return torch.stack([left.mean(dim=(0, 2)), right.mean(dim=(0, 2))], dim=-1).cpu()
+
+
+@torch.no_grad()
+def accuracy_without_head(model, head, **kwargs):
+    """neighbour_accuracy with one head switched off: the columns of W_o that read
+    that head's output are set to 0 for the measurement, then restored."""
+    W_o = model.attention.W_o.weight                        # (d, heads * d/heads)
+    width = W_o.shape[1] // model.attention.num_heads
+    columns = slice(head * width, (head + 1) * width)       # where head `head` lands
+    saved = W_o[:, columns].clone()
+    W_o[:, columns] = 0
+    try:
+        return neighbour_accuracy(model, **kwargs)
+    finally:
+        W_o[:, columns] = saved
+
+
 def train_neighbour_model(num_heads, num_steps=150, snapshot_at=(), probe=None, seed=0,
-                          device=None, num_hiddens=32):
+                          device=None, num_hiddens=32, mlp_hiddens=None):
     """Train a NeighbourModel with Adam; return it, its losses, and snapshots.
 
     At every step listed in `snapshot_at` (0 = before training) a snapshot stores the
     heads' weights on the one sequence `probe` (shape (n,)) and the accuracy then.
     """
     torch.manual_seed(seed)
-    model = NeighbourModel(num_heads, num_hiddens).to(device)
+    model = NeighbourModel(num_heads, num_hiddens, mlp_hiddens).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     data = torch.Generator().manual_seed(seed + 1)
     losses, snapshots = [], {}

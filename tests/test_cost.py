@@ -14,10 +14,10 @@ MiB = 2 ** 20
 
 def test_fit_power_law_recovers_exponent_and_prefactor():
     ns = [64, 128, 256, 512]
-    b, c = cost.fit_power_law(ns, [3e-6 * n ** 2 for n in ns])
-    assert b == pytest.approx(2.0) and c == pytest.approx(3e-6)
-    b, _ = cost.fit_power_law(ns, [5.0 * n for n in ns])
-    assert b == pytest.approx(1.0)
+    s, c = cost.fit_power_law(ns, [3e-6 * n ** 2 for n in ns])
+    assert s == pytest.approx(2.0) and c == pytest.approx(3e-6)
+    s, _ = cost.fit_power_law(ns, [5.0 * n for n in ns])
+    assert s == pytest.approx(1.0)
 
 
 def test_time_call_returns_one_time_per_repeat_after_warmup():

@@ -140,3 +140,56 @@ def test_two_heads_learn_both_neighbours_one_head_cannot():
         assert len(losses) == 150
     assert accuracy[2].min() >= 0.95
     assert accuracy[1].min() < 0.5
+
+
+def test_fused_function_is_what_the_fused_layer_calls():
+    from book.attention import fused_multihead_attention
+
+    mha = make(bias=True)
+    queries, keys, values = inputs()
+    valid_lens = torch.tensor([7, 0, 3])
+    expected = fused_multihead_attention(mha, queries, keys, values, valid_lens)
+    assert mha.attention.attention_weights is None          # the fused path keeps none
+    mha.fused = True
+    assert torch.equal(mha(queries, keys, values, valid_lens), expected)
+
+
+def test_neighbour_model_read_outs_and_parameter_counts():
+    linear = multihead.NeighbourModel(1)
+    mlp = multihead.NeighbourModel(1, mlp_hiddens=64)
+    assert isinstance(linear.classify, nn.Linear) and isinstance(mlp.classify, nn.Sequential)
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(linear) == 5364 and count(mlp) == 8116      # the numbers chapter 5 prints
+    X, _ = multihead.neighbour_batch(3, torch.Generator().manual_seed(0))
+    assert mlp(X).shape == linear(X).shape == (3, multihead.SEQ_LEN, 2, multihead.VOCAB_SIZE)
+
+
+def test_weight_on_neighbours_reads_the_maps_and_switching_a_head_off_restores_it():
+    model = multihead.NeighbourModel(2)
+    with torch.no_grad():  # make the attention uniform: every key gets 1/n
+        model.attention.W_q.weight.zero_()
+    share = multihead.weight_on_neighbours(model, num_examples=20)
+    assert share.shape == (2, 2)
+    torch.testing.assert_close(share, torch.full((2, 2), 1 / multihead.SEQ_LEN))
+    before = model.attention.W_o.weight.clone()
+    multihead.accuracy_without_head(model, 1, num_examples=20)
+    assert torch.equal(model.attention.W_o.weight, before)   # restored afterwards
+
+
+def test_switching_off_a_head_zeroes_its_slice_of_the_concatenation():
+    model = multihead.NeighbourModel(2)
+    X, _ = multihead.neighbour_batch(4, torch.Generator().manual_seed(1))
+    seen = {}
+    model.attention.W_o.register_forward_hook(
+        lambda module, args, out: seen.update(out=out, weight=module.weight.clone()))
+    multihead.accuracy_without_head(model, 0, num_examples=4)
+    assert (seen["weight"][:, :16] == 0).all() and (seen["weight"][:, 16:] != 0).any()
+
+
+def test_one_head_with_an_mlp_read_out_learns_both_neighbours():
+    """Chapter 5's qualification of the one-head lesson, on seed 0 (about 2 s)."""
+    model, _, snaps = multihead.train_neighbour_model(1, snapshot_at=(150,), mlp_hiddens=64,
+                                                      probe=torch.arange(multihead.SEQ_LEN))
+    assert snaps[150]["accuracy"].min() > 0.99
+    small, large = sorted(multihead.weight_on_neighbours(model)[0].tolist())
+    assert 0.25 < small < 0.4 and 0.6 < large < 0.75   # an uneven split
