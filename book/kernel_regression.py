@@ -2,14 +2,23 @@
 
 The data (y = 2 sin(x) + x^0.8 + noise), three kernels, non-parametric pooling
 `nadaraya_watson`, the parametric `NWKernelRegression` with a learnable w trained on
-leave-one-out keys, the entropy of attention weights, and the widget's function `fit`.
+leave-one-out keys, the effective number of keys of a row of weights, and the widget's
+function `fit`.
 Inputs are scalars, so queries, keys and values are 1-D tensors.
 """
+import matplotlib.pyplot as plt
+import numpy as np
 import torch
+from matplotlib.colors import ListedColormap
 from torch import nn
 
 from .attention import entropy
 from .plot import show_heatmaps
+
+# Reds with its colour proportional to sqrt(weight): one fixed 0..1 scale on which the weights
+# of about 1/50 that 50 keys share are still visible (plain Reds leaves them near white).
+SQRT_REDS = ListedColormap(plt.get_cmap("Reds")(np.sqrt(np.linspace(0, 1, 256))),
+                           name="Reds_sqrt")
 
 
 # -- The data --------------------------------------------------------------------------
@@ -120,6 +129,16 @@ def mse(prediction, target):
     return nn.functional.mse_loss(prediction, target).item()
 
 
+def effective_keys(weights):
+    """How many keys each row of weights spreads over: 1 / sum_i alpha_i^2, per row.
+
+    k for weights spread evenly over k keys, 1 for all weight on one key; 0 for an empty
+    row (a compact kernel's window with no key in it).
+    """
+    squares = (weights ** 2).sum(dim=-1)                            # (n_q,)
+    return torch.where(squares > 0, 1 / squares.clamp_min(1e-30), 0.0)  # (n_q,)
+
+
 def fit(width, kernel="gaussian", data=None):
     """Non-parametric pooling of the test inputs at one kernel width (for the widget).
 
@@ -139,7 +158,7 @@ def plot_fit(ax, data, predictions, title=""):
     ax.plot(x_train, y_train, "o", color="C7", alpha=0.5, markersize=3,
             label="training data")
     ax.set(xlabel="x", ylabel="y", xlim=(0, 5), ylim=(-1.5, 5), title=title)
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=8, loc="lower left")
 
 
 def draw_fit(fig, width, kernel="gaussian"):
@@ -151,6 +170,12 @@ def draw_fit(fig, width, kernel="gaussian"):
              title=f"test loss {loss:.3f}")
     show_heatmaps(weights.reshape(1, 1, *weights.shape), titles=["attention weights"],
                   xlabel="training inputs (sorted)", ylabel="test inputs (sorted)",
-                  fig=right)
-    return (f"width {width:g}, {kernel} kernel: test loss {loss:.3f}, "
-            f"mean entropy of the weights {mean_entropy:.2f} nats")
+                  fig=right, cmap=SQRT_REDS)
+    filled = weights.sum(dim=-1) > 0                     # rows with a key in the window
+    keys_in_use = effective_keys(weights[filled]).mean().item()
+    caption = (f"width {width:g}, {kernel} kernel: test loss {loss:.3f}; per query, about "
+               f"{keys_in_use:.1f} of the 50 keys in use, mean entropy {mean_entropy:.2f} nats")
+    if not filled.all():
+        caption += (f"\n{int((~filled).sum())} test inputs have no key in their window: "
+                    "weights all 0, prediction 0")
+    return caption

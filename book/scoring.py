@@ -8,8 +8,7 @@ import math
 import torch
 from matplotlib.ticker import MaxNLocator
 
-from .attention import masked_softmax
-from .attention import entropy
+from .attention import entropy, masked_softmax
 from .plot import show_heatmaps
 
 
@@ -57,15 +56,18 @@ def draw_entropy(fig, d, scale):
     ax.axvline(math.log(16), color="gray", linestyle=":", label="uniform (log 16)")
     ax.set(xlim=(0, 1.05 * math.log(16)), ylim=(0, 1), xlabel="entropy of a row (nats)",
            ylabel="fraction of queries", title="Entropy of 500 rows")
-    ax.legend(fontsize=7, loc="upper left")
-    return (f"d = {d}, scale {scale}: mean entropy {mean_entropy:.2f} nats "
-            f"(uniform {math.log(16):.2f}), mean largest weight {top:.2f}")
+    ax.legend(fontsize=8, loc="upper left")
+    caption = (f"d = {d}, scale {scale}: mean entropy {mean_entropy:.2f} nats "
+               f"(uniform {math.log(16):.2f}), mean largest weight {top:.2f}")
+    if d == 1:
+        caption += "\nat d = 1 the scale 1/sqrt(d) is 1: both settings give the same weights"
+    return caption
 
 
 MASK_KINDS = ["1-D: one length per sequence", "2-D: per query, also causal"]
 
 
-def masked_example(valid_len, kind=MASK_KINDS[0], num_queries=6, num_keys=8):
+def masked_example(valid_len, kind=MASK_KINDS[0], num_queries=8, num_keys=8):
     """Masked-softmax weights of one fixed example (num_queries, num_keys) and its valid_lens.
 
     1-D: every query sees the first `valid_len` keys. 2-D: query i sees the first
@@ -86,4 +88,7 @@ def draw_masked(fig, valid_len, kind):
                   titles=[f"valid_lens = {valid_lens.tolist()}"], fig=fig)
     sums = [round(s, 2) for s in weights.sum(dim=-1).tolist()]
     empty = sum(s == 0 for s in sums)
-    return f"row sums {sums}; rows with no valid key (all-zero weights): {empty}"
+    caption = f"row sums {sums}; rows with no valid key (all-zero weights): {empty}"
+    if valid_len <= 1:  # query i may see i + 1 >= 1 keys: the causal limit does not bind
+        caption += "\nwith valid_len <= 1 the causal limit never binds: 1-D and 2-D agree"
+    return caption

@@ -184,10 +184,36 @@ def test_widget_functions_draw_and_report(g):
     assert "mean entropy" in caption and "d = 64" in caption
     for valid_len in range(9):
         W, valid_lens = scoring.masked_example(valid_len, scoring.MASK_KINDS[0])
-        assert W.shape == (6, 8) and (W[:, valid_len:] == 0).all()
+        assert W.shape == (8, 8) and (W[:, valid_len:] == 0).all()
         W, valid_lens = scoring.masked_example(valid_len, scoring.MASK_KINDS[1])
-        assert valid_lens.tolist() == [[min(i + 1, valid_len) for i in range(6)]]
+        assert valid_lens.tolist() == [[min(i + 1, valid_len) for i in range(8)]]
         assert torch.isfinite(W).all()
     assert (scoring.masked_example(0)[0] == 0).all()
     caption = scoring.draw_masked(new_figure((4.5, 3)), 0, scoring.MASK_KINDS[0])
-    assert "rows with no valid key (all-zero weights): 6" in caption
+    assert "rows with no valid key (all-zero weights): 8" in caption
+    assert "1-D and 2-D agree" in caption
+    assert "same weights" in scoring.draw_entropy(new_figure((7.5, 2.6)), 1, "none")
+
+
+def test_every_frame_of_the_masking_widget_shows_different_weights():
+    """Each valid length gives other weights, for both kinds (issue 11: no identical frames).
+
+    Across the two kinds the frames agree only where the causal limit cannot bind
+    (valid_len <= 1), and the caption says so."""
+    for kind in scoring.MASK_KINDS:
+        frames = [scoring.masked_example(v, kind)[0] for v in range(9)]
+        for a in range(9):
+            for b in range(a + 1, 9):
+                assert not torch.equal(frames[a], frames[b]), (kind, a, b)
+    for valid_len in range(9):
+        one_d, two_d = (scoring.masked_example(valid_len, k)[0] for k in scoring.MASK_KINDS)
+        assert torch.equal(one_d, two_d) == (valid_len <= 1)
+
+
+def test_the_entropy_widget_draws_on_a_fixed_zero_to_one_scale():
+    from book.plot import new_figure
+    for d, scale in [(4, "1/sqrt(d)"), (1024, "none")]:
+        fig = new_figure((7.5, 2.6))
+        scoring.draw_entropy(fig, d, scale)
+        image = next(im for ax in fig.axes for im in ax.get_images())
+        assert image.get_clim() == (0.0, 1.0)

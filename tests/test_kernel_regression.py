@@ -135,7 +135,49 @@ def test_fit_is_the_widgets_compute_function(data):
 def test_draw_fit_draws_a_curve_and_a_heatmap_and_returns_a_caption():
     fig = new_figure((7.5, 2.8))
     caption = kr.draw_fit(fig, 0.5, "epanechnikov")
-    assert "test loss" in caption and "entropy" in caption
+    assert "test loss" in caption and "entropy" in caption and "keys in use" in caption
     axes = fig.get_axes()
     assert len(axes) == 3  # the curve, the heatmap, its colour bar
-    assert any(ax.get_images() for ax in axes)
+    image = next(im for ax in axes for im in ax.get_images())
+    assert image.get_clim() == (0.0, 1.0), "one fixed 0..1 scale in every frame"
+    assert "no key in their window" in kr.draw_fit(new_figure((7.5, 2.8)), 0.05, "boxcar")
+
+
+def test_effective_keys_counts_the_keys_a_row_spreads_over():
+    weights = torch.tensor([[0.25, 0.25, 0.25, 0.25], [1.0, 0, 0, 0], [0.5, 0.5, 0, 0],
+                            [0, 0, 0, 0]])
+    torch.testing.assert_close(kr.effective_keys(weights), torch.tensor([4.0, 1.0, 2.0, 0.0]))
+    # wider kernels spread over more keys; the chapter's numbers at w = 1 and at its learned w
+    data = kr.make_data()
+    at = {w: kr.effective_keys(kr.fit(w, "gaussian", data)[1]).mean().item()
+          for w in (0.05, 0.25, 1.0, 4.0)}
+    assert at[0.05] < at[0.25] < at[1.0] < at[4.0] <= 50
+    assert 28 < at[1.0] < 29 and 8 < at[0.25] < 10
+
+
+def test_the_sqrt_colour_map_is_monotone_and_spans_reds():
+    import numpy as np
+    rgb = kr.SQRT_REDS(np.linspace(0, 1, 11))[:, :3]
+    assert (np.diff(rgb.sum(axis=1)) <= 1e-9).all(), "darker as the weight grows"
+    assert kr.SQRT_REDS(0.02)[1] < 0.9, "a weight of 1/50 is visibly coloured, not white"
+
+
+def test_leave_one_out_loss_is_the_error_against_f_plus_the_noise(data):
+    """Chapter 2: the leave-one-out loss estimates the test loss plus the noise variance."""
+    x_train, y_train, x_test, y_test = data
+    keys, values = kr.leave_one_out(x_train, y_train)
+    f_train = kr.true_function(x_train)
+    noise = kr.mse(y_train, f_train)
+    with torch.no_grad():
+        model = kr.NWKernelRegression(4.0)
+        y_loo = model(x_train, keys, values)
+        test = kr.mse(model(x_test, x_train, y_train), y_test)
+    loo, clean = kr.mse(y_loo, y_train), kr.mse(y_loo, f_train)
+    assert abs(loo - (clean + noise)) < 0.02 and loo > 5 * test and abs(clean - test) < 0.02
+
+
+def test_the_estimate_is_pulled_into_the_data_at_the_boundary(data):
+    x_train, y_train, x_test, y_test = data
+    _, weights = kr.nadaraya_watson(x_test, x_train, y_train)
+    centres = weights @ x_train                       # weighted centre of the keys
+    assert centres[0] > 0.5 and abs(centres[25] - 2.5) < 0.3 and centres[49] < 4.5
