@@ -29,19 +29,21 @@ def sequence_layers(num_hiddens=64, num_heads=4, kernel_size=3):
     }, nn.ModuleList([conv, gru, attention])
 
 
+@torch.no_grad()
 def count_operations(lengths, num_hiddens=64):
     """Floating-point operations (a multiply-add counts 2) of one forward pass of each layer
-    at each sequence length, counted by PyTorch's FlopCounterMode on the meta device: an
-    exact count, the same on every machine, and nothing is computed."""
-    counts = {}
-    with torch.device("meta"):
-        layers, _ = sequence_layers(num_hiddens)
+    at each sequence length, counted by PyTorch's FlopCounterMode: an exact count of the
+    matrix products and convolutions, the same on every machine. (On the CPU: a GPU's GRU
+    runs as one fused cuDNN call, which the counter does not see.)"""
+    layers, _ = sequence_layers(num_hiddens)
+    counts = {name: [] for name in layers}
+    with one_cpu_thread():
         for n in lengths:
             X = torch.randn(1, n, num_hiddens)                       # (1, n, d)
             for name, layer in layers.items():
-                with FlopCounterMode(display=False) as counter, torch.no_grad():
+                with FlopCounterMode(display=False) as counter:
                     layer(X)
-                counts.setdefault(name, []).append(counter.get_total_flops())
+                counts[name].append(counter.get_total_flops())
     return counts
 
 
