@@ -19,3 +19,5 @@ __all__ = ["CheckFailed", "check_softmax", "check_topk_attention_pool", "check_e
            "check_transpose_qkv", "check_transpose_output", "check_learned_positional_encoding",
            "check_causal_mask", "check_pre_norm_block", "check_mlm_masking", "check_bert_param_count",
            "check_chunked_attention"]
+from .ch09 import check_attention_step, check_top_p_filter  # noqa: E402
+__all__ += ["check_top_p_filter", "check_attention_step"]

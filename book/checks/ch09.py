@@ -1,0 +1,370 @@
+"""Checkers for chapter 9's exercises: the top-p (nucleus) filter and one attention step with
+a key-value cache."""
+import math
+
+import torch
+
+from ._core import CheckFailed, call, expect_tensor, fail, passed
+
+# -- Exercise 9.1: top-p ----------------------------------------------------------------------
+
+
+def _nucleus(logits, p):
+    """The reference, straight from the definition, in float64: token j is kept when the
+    tokens more probable than j have total probability below p. Returns (kept, probs)."""
+    probs = torch.softmax(logits.double(), dim=-1)                       # (batch, V)
+    above = (probs[:, None, :] > probs[:, :, None]).double()             # (batch, j, i)
+    mass_above = (above * probs[:, None, :]).sum(dim=-1)                 # (batch, V)
+    kept = mass_above < p
+    renormalised = torch.where(kept, probs, torch.zeros_like(probs))
+    return kept, renormalised / renormalised.sum(dim=-1, keepdim=True)
+
+
+def _logits_from(probs):
+    return torch.tensor(probs).log()
+
+
+def _top_p_cases():
+    """(case, logits, p): asymmetric, unsorted, ties, long rows, -inf entries, large
+    logits, float16. Every case keeps a margin of at least 1e-3 between p and the mass above
+    any token, so float32 and float16 rounding cannot change the verdict."""
+    g = torch.Generator().manual_seed(9)
+    shuffled = torch.randn(4, 10, generator=g) * 2.0
+    long_rows = torch.randn(3, 257, generator=g) * 3.0
+    after_top_k = torch.randn(2, 12, generator=g) * 2.0
+    after_top_k[after_top_k < after_top_k.topk(5, dim=-1).values[:, -1:]] = float("-inf")
+    return [
+        ("4 rows of 10 unsorted logits, p=0.5", shuffled, 0.5),
+        ("the same 4 rows, p=0.9", shuffled, 0.9),
+        ("probabilities [0.1, 0.4, 0.2, 0.2, 0.1] (two tied at 0.2), p=0.5: the token "
+         "that crosses p is tied with another", _logits_from([[0.1, 0.4, 0.2, 0.2, 0.1]]), 0.5),
+        ("logits [1, 3, 3, 0] (tied maximum), p=0.1", torch.tensor([[1.0, 3.0, 3.0, 0.0]]), 0.1),
+        ("two rows with different spreads, p=0.7",
+         torch.tensor([[4.0, 0.0, 1.0, 0.5, 3.5, 0.2], [0.3, 0.1, 0.0, 0.2, 0.4, 0.5]]), 0.7),
+        ("3 rows of 257 logits, p=0.8", long_rows, 0.8),
+        ("p=1.0 (every token kept)", shuffled[:2], 1.0),
+        ("a tiny p=1e-6 (only the most probable token)", shuffled[:2], 1e-6),
+        ("one token in the vocabulary", torch.tensor([[0.7], [-2.0]]), 0.5),
+        ("logits already filtered by top-k (-inf entries), p=0.8", after_top_k, 0.8),
+        ("large logits (near 1000) in float32, p=0.9",
+         torch.tensor([[1000.0, 998.0, 999.5, 990.0, 1001.0]]), 0.9),
+        ("float16 logits near 10000, p=0.9",
+         torch.tensor([[10000.0, 9998.0, 9999.0, 9990.0, 10001.0]], dtype=torch.float16), 0.9),
+    ]
+
+
+def _ids(mask_row):
+    return [int(i) for i in torch.nonzero(mask_row).flatten()]
+
+
+def check_top_p_filter(fn):
+    """Check `fn(logits, p)` for logits (batch, V): a tensor like `logits` whose softmax is
+    the nucleus distribution: zero outside the smallest set of most probable tokens whose
+    probabilities reach p (the token that crosses p, and any tied with it, kept), the kept
+    probabilities renormalised. Every row gets its own nucleus. Runs backward() too."""
+    for case, logits, p in _top_p_cases():
+        out = _call_top_p(fn, logits, p, case)
+        for row in range(len(logits) if len(logits) > 1 else 0):
+            alone = _call_top_p(fn, logits[row:row + 1], p, f"{case}, row {row} alone")
+            if not torch.equal(torch.isfinite(alone[0]), torch.isfinite(out[row])):
+                fail(f"on {case}, row {row} keeps tokens {_ids(torch.isfinite(out[row]))} in "
+                     f"the batch but {_ids(torch.isfinite(alone[0]))} when it is passed alone.",
+                     "every row gets its own nucleus: softmax, sort and cumsum along the "
+                     "last axis (dim=-1) of each row, never over the whole batch.")
+        _compare_nucleus(out, logits, p, case)
+    _check_top_p_gradient(fn)
+    return passed("top_p_filter")
+
+
+def _call_top_p(fn, logits, p, case):
+    """Call the learner's filter; check what comes back is a tensor like `logits`."""
+    before = logits.clone()
+    try:
+        out = call(fn, logits, p, name="top_p_filter", case=case)
+    except CheckFailed as error:
+        message = str(error).split("\nHint:")[0]
+        if logits.dtype == torch.float16 and "overflow" in message:
+            fail(message, "a fill such as -1e9 does not exist in float16 (its largest "
+                          "magnitude is 65504): fill with float('-inf') or "
+                          "torch.finfo(logits.dtype).min.")
+        if _overflow_note(logits):
+            fail(message, _overflow_note(logits).strip())
+        raise
+    if isinstance(out, torch.Tensor) and out.is_floating_point() and torch.isnan(out).any():
+        fail(f"your output contains NaN on {case} (first positions: "
+             f"{torch.isnan(out).nonzero()[:3].tolist()}).",
+             ("multiplying a -inf logit by a 0/1 mask gives NaN (-inf x 0): use masked_fill "
+              "to put -inf where tokens are removed." + _overflow_note(logits)))
+    expect_tensor(out, logits.shape, logits.dtype, what="top_p_filter's output", case=case)
+    if not torch.equal(torch.nan_to_num(logits), torch.nan_to_num(before)):
+        fail(f"top_p_filter changed its input in place on {case}.",
+             "use masked_fill (a new tensor), not masked_fill_ or an assignment into logits.")
+    return out
+
+
+def _overflow_note(logits):
+    """For large logits, the likeliest cause of a wrong answer."""
+    finite = logits[torch.isfinite(logits)].double()
+    limit = 11 if logits.dtype == torch.float16 else 88  # exp overflows beyond
+    if finite.abs().max() > limit:
+        return (f" With logits this large ({finite.abs().max().item():g}), exp() overflows "
+                f"in {str(logits.dtype).replace('torch.', '')}: use torch.softmax, which "
+                "subtracts each row's maximum first.")
+    return ""
+
+
+def _compare_nucleus(out, logits, p, case):
+    kept, expected = _nucleus(logits, p)
+    probs = torch.softmax(out.double(), dim=-1)                       # (batch, V)
+    if torch.isnan(probs).any():
+        fail(f"softmax of your output has NaN on {case}: a row has no token left (all -inf).",
+             "the most probable token is always kept (the mass above it is 0 < p)."
+             + _overflow_note(logits))
+    ones = torch.ones(len(out), dtype=torch.float64)
+    if (torch.allclose(out.double().sum(-1), ones, atol=1e-3) and (out >= 0).all()
+            and not torch.allclose(probs, expected, atol=1e-3)):
+        fail(f"your output on {case} looks like probabilities (each row sums to 1): the "
+             "function should return logits, which sample_next turns into probabilities.",
+             "return the logits with -inf for the removed tokens (masked_fill), not softmax.")
+    yours = probs > 0
+    for row in range(len(out)):
+        if not torch.equal(yours[row], kept[row]):
+            _explain_wrong_set(out[row], logits[row], kept[row], yours[row], p,
+                               f"on {case}, row {row}")
+    tol = 2e-3 if logits.dtype == torch.float16 else 1e-5
+    if not torch.allclose(probs, expected, atol=tol, rtol=0):
+        diff = (probs - expected).abs()
+        row, j = (int(v) for v in torch.nonzero(diff == diff.max())[0])
+        fail(f"the right tokens are kept on {case}, but their probabilities are wrong: at "
+             f"row {row}, token {j} expected {expected[row, j].item():.4g}, got "
+             f"{probs[row, j].item():.4g} (after softmax of your output).",
+             "keep the kept tokens' logits as they are (or shift a whole row by one "
+             "constant): the kept probabilities must stay in the same ratios and sum to 1.")
+
+
+def _explain_wrong_set(out, logits, kept, yours, p, where):
+    """Fail with what the learner's kept set (one row) says about the fault."""
+    want, got = _ids(kept), _ids(yours)
+    missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
+    where = f"{where}: expected tokens {want} kept, got {got}"
+    probs = torch.softmax(logits.double(), dim=-1)
+    softmax_out = torch.softmax(out.double(), dim=-1)
+    replaced = [j for j in extra if out[j] != logits[j]]
+    if replaced:
+        j = replaced[0]
+        fail(f"{where}; token {j} should be removed, but your output gives it the logit "
+             f"{out[j].item():g} (probability {softmax_out[j].item():.2g} after softmax).",
+             "a removed token needs probability exactly 0: fill with float('-inf') (or "
+             "torch.finfo(logits.dtype).min); a logit of 0, or -1e4, is not probability 0.")
+    if extra and not missing and probs[extra].max() < probs[want].min():
+        fail(f"{where}: your nucleus is too large (it keeps {extra} after the mass of the "
+             f"kept tokens has reached p={p}).",
+             "stop at the token that crosses p: keep a token when the probability of the "
+             "tokens ranked above it is still below p.")
+    if missing and not extra:
+        crossing = probs[missing].max().item()
+        if any(math.isclose(probs[i].item(), crossing, rel_tol=1e-6) for i in got):
+            fail(f"{where}: token(s) {missing} are tied with a kept token but dropped.",
+                 "a tie must not depend on the order of the tokens: keep every token whose "
+                 "probability equals that of the token crossing p.")
+        fail(f"{where}: token(s) {missing} are missing; the most probable one of them has "
+             f"probability {crossing:.3g}.",
+             "the token that crosses p belongs to the nucleus: keep token j when the mass "
+             "of the tokens ranked above j (not including j) is below p.")
+    if got == list(range(len(want))):
+        fail(f"{where}: you keep the first {len(want)} positions of the vocabulary.",
+             "the decision is made in sorted order: map it back to the tokens' own "
+             "positions (scatter with the sort's indices, or compare each probability with "
+             "the threshold), not the sorted ones." + _overflow_note(logits))
+    if int(probs.argmax()) not in got:
+        fail(f"{where}: the most probable token, {int(probs.argmax())}, is dropped.",
+             "sort in descending order (descending=True): the nucleus is made of the most "
+             "probable tokens." + _overflow_note(logits))
+    fail(f"{where}.",
+         "keep the most probable tokens of each row, up to and including the one that "
+         "crosses p." + _overflow_note(logits))
+
+
+def _check_top_p_gradient(fn):
+    g = torch.Generator().manual_seed(10)
+    logits = (torch.randn(3, 9, generator=g) * 2).requires_grad_()
+    weights = torch.randn(3, 9, generator=g)
+    case = "3 rows of 9 logits with p=0.8, backward() through softmax(output)"
+    out = call(fn, logits, 0.8, name="top_p_filter", case=case)
+    if not out.requires_grad:
+        fail(f"no gradient reaches the logits through your output on {case}.",
+             "do not detach (no .detach(), .item(), .numpy() or torch.no_grad() on the "
+             "logits): mask them with masked_fill, which the gradient passes through.")
+    (torch.softmax(out, dim=-1) * weights).sum().backward()
+    reference = logits.detach().clone().requires_grad_()
+    kept, _ = _nucleus(reference.detach(), 0.8)
+    filtered = reference.masked_fill(~kept, float("-inf"))
+    (torch.softmax(filtered, dim=-1) * weights).sum().backward()
+    if logits.grad is None or not torch.isfinite(logits.grad).all():
+        fail(f"the gradient with respect to the logits is NaN or missing on {case}.",
+             "log(0) of a removed token has an infinite derivative: instead of taking the "
+             "log of renormalised probabilities, fill the removed logits with -inf.")
+    if not torch.allclose(logits.grad, reference.grad, atol=1e-5):
+        diff = (logits.grad - reference.grad).abs().max().item()
+        fail(f"the gradient with respect to the logits is wrong on {case} (largest "
+             f"difference {diff:.3g}).",
+             "the kept logits should pass through unchanged, the removed ones be replaced "
+             "by -inf.")
+
+
+# -- Exercise 9.2: one attention step with a KV cache -------------------------------------------
+
+
+def _full_causal(Q, K, V):
+    """Causal attention over a whole sequence, in float64: (b, h, n, hs) -> (b, h, n, hs)."""
+    Q, K, V = Q.double(), K.double(), V.double()
+    n = Q.shape[2]
+    scores = Q @ K.transpose(2, 3) / math.sqrt(Q.shape[-1])               # (b, h, n, n)
+    future = torch.ones(n, n, dtype=torch.bool).triu(1)
+    return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1) @ V
+
+
+def _step_cases():
+    g = torch.Generator().manual_seed(11)
+    return [
+        ("batch 2, 3 heads, head size 5, 6 steps", torch.randn(3, 2, 3, 6, 5, generator=g),
+         torch.float32, 1e-5),
+        ("batch 1, 2 heads, head size 8, 60 steps", torch.randn(3, 1, 2, 60, 8, generator=g),
+         torch.float32, 1e-5),
+        ("large scores (queries times 40, scores in the hundreds), float32",
+         torch.randn(3, 2, 2, 9, 4, generator=g) * torch.tensor([40.0, 1, 1])[:, None, None,
+                                                                             None, None],
+         torch.float32, 1e-4),
+        ("float16, scores up to about 60", torch.randn(3, 2, 2, 7, 4, generator=g)
+         * torch.tensor([6.0, 3, 1])[:, None, None, None, None], torch.float16, 2e-2),
+    ]
+
+
+def _diagnose_step(out, Q, K, V, t, hs):
+    """A hint for a wrong output at step t, from what it equals instead."""
+    q, keys, values = (X.double() for X in (Q[:, :, t:t + 1], K[:, :, :t + 1],
+                                            V[:, :, :t + 1]))
+
+    def attend(keys, values, scale):
+        return torch.softmax(q @ keys.transpose(2, 3) * scale, dim=-1) @ values
+
+    same = lambda x: torch.allclose(out.double(), x, atol=1e-3)  # noqa: E731
+    if t == 1 and same(values[:, :, :1]):
+        return ("the new token does not see itself, only key 0: append k and v to the cache "
+                "before attending, and use no mask (is_causal=True with one query and t + 1 "
+                "keys aligns its mask to the top left and hides every key but the first).")
+    if t > 1 and same(values[:, :, :1]):
+        return ("only the first key is attended: with one query and t + 1 keys, "
+                "scaled_dot_product_attention's is_causal=True aligns its mask to the top "
+                "left, so the query sees key 0 alone. The new query may see every cached "
+                "key: no mask is needed in a cached step.")
+    if t > 1 and same(attend(keys[:, :, :-1], values[:, :, :-1], hs ** -0.5)):
+        return ("the new token does not attend to itself: append k and v to the cache "
+                "first, then attend over all t + 1 keys.")
+    if same(values.sum(dim=2, keepdim=True)):
+        return "the softmax runs over the wrong axis: normalise over the keys (dim=-1)."
+    if same(attend(keys, values, 1.0)):
+        return "the scores are not scaled: divide q . k by sqrt(head size)."
+    heads = Q.shape[1]
+    if any(same(attend(keys, values, scale))
+           for scale in (1.0 / hs, hs ** 0.5, (heads * hs) ** -0.5, 1.0 / (heads * hs))):
+        return "the scale is wrong: divide q . k by sqrt(head size), the last axis of q."
+    if same(attend(values, keys, hs ** -0.5)):
+        return "keys and values are swapped: scores come from the keys, outputs from values."
+    right = (out.double() - attend(keys, values, hs ** -0.5)).abs().amax(dim=(2, 3)) < 1e-3
+    if right.any():  # (batch, heads): right for some sequences or heads only
+        wrong = [tuple(int(i) for i in ij) for ij in torch.nonzero(~right)[:3]]
+        return (f"some (sequence, head) pairs are right and others wrong, e.g. {wrong}: every "
+                "sequence of the batch and every head attends over its own keys (batched "
+                "matrix products over the leading axes, no indexing of one sequence).")
+    return ("compute softmax(q K^T / sqrt(head size)) V over the keys of all t + 1 "
+            "positions (the cache plus the new one), with max subtraction (torch.softmax).")
+
+
+def check_attention_step(fn):
+    """Check `fn(q, k, v, past_keys, past_values)` -> (output, keys, values): one decoding
+    step of causal attention with a KV cache. q, k, v are the new token's (batch, heads, 1,
+    head_size); the cache holds (batch, heads, t, head_size), t = 0 at the first step. The
+    output must equal row t of full causal attention over the sequence, and the returned
+    cache the t + 1 keys and values in order; gradients must reach every position."""
+    for case, (Q, K, V), dtype, tol in _step_cases():
+        Q, K, V = Q.to(dtype), K.to(dtype), V.to(dtype)
+        _run_steps(fn, Q, K, V, case, tol)
+    _check_step_gradient(fn)
+    return passed("attention_step")
+
+
+def _run_steps(fn, Q, K, V, case, tol):
+    b, h, n, hs = Q.shape
+    expected = _full_causal(Q, K, V)                                    # (b, h, n, hs)
+    past_k, past_v = Q.new_zeros(b, h, 0, hs), Q.new_zeros(b, h, 0, hs)
+    outputs = []
+    for t in range(n):
+        where = f"{case}, step t={t} ({t} positions cached)"
+        try:
+            result = call(fn, Q[:, :, t:t + 1], K[:, :, t:t + 1], V[:, :, t:t + 1], past_k,
+                          past_v, name="attention_step", case=where)
+        except CheckFailed as error:
+            if "Sizes of tensors must match" in str(error) or "size of tensor" in str(error):
+                fail(str(error), "the cache grows along the positions axis: "
+                     "torch.cat([past_keys, k], dim=2), shapes (batch, heads, t, head_size).")
+            raise
+        if not isinstance(result, tuple) or len(result) != 3:
+            fail(f"attention_step should return a tuple (output, keys, values), got "
+                 f"{type(result).__name__} on {where}.")
+        out, keys, values = result
+        expect_tensor(out, (b, h, 1, hs), Q.dtype, what="the output", case=where)
+        for name, got, full in (("keys", keys, K), ("values", values, V)):
+            expect_tensor(got, (b, h, t + 1, hs), Q.dtype, what=f"the returned {name}",
+                          case=where)
+            if not torch.equal(got, full[:, :, :t + 1]):
+                hint = ("append the new one at the end (dim=2), after the cached ones: "
+                        "torch.cat([past, new], dim=2).")
+                if t > 0 and torch.equal(got, torch.cat([full[:, :, t:t + 1],
+                                                         full[:, :, :t]], dim=2)):
+                    hint = ("the new position is put first: positions must stay in order, "
+                            "torch.cat([past, new], dim=2).")
+                if name == "keys" and torch.equal(got, V[:, :, :t + 1]):
+                    hint = "the keys cache holds the values: keep k and v apart."
+                fail(f"the returned {name} on {where} are not the {t + 1} {name} of "
+                     f"positions 0..{t} in order.", hint)
+        outputs.append(out)
+        diff = (out.double() - expected[:, :, t:t + 1]).abs()
+        if not diff.max() <= tol:
+            where_max = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
+            fail(f"the output is wrong on {where}: at index {where_max} expected "
+                 f"{expected[:, :, t:t + 1][where_max].item():.4g}, got "
+                 f"{out.double()[where_max].item():.4g} (largest difference "
+                 f"{diff.max().item():.3g}).", _diagnose_step(out, Q, K, V, t, hs))
+        past_k, past_v = keys, values
+
+
+def _check_step_gradient(fn):
+    g = torch.Generator().manual_seed(12)
+    Q, K, V = (torch.randn(2, 2, 7, 4, generator=g).requires_grad_() for _ in range(3))
+    weights = torch.randn(2, 2, 7, 4, generator=g)
+    case = "batch 2, 2 heads, head size 4, 7 steps, backward() through every output"
+    past_k = past_v = torch.zeros(2, 2, 0, 4)
+    outputs = []
+    for t in range(7):
+        out, past_k, past_v = call(fn, Q[:, :, t:t + 1], K[:, :, t:t + 1], V[:, :, t:t + 1],
+                                   past_k, past_v, name="attention_step", case=case)
+        outputs.append(out)
+    out = torch.cat(outputs, dim=2)
+    if not out.requires_grad:
+        fail(f"no gradient flows through the output on {case}.",
+             "do not detach (no .detach(), .item(), .numpy() or torch.no_grad()).")
+    (out * weights).sum().backward()
+    Q2, K2, V2 = (x.detach().clone().requires_grad_() for x in (Q, K, V))
+    (_full_causal(Q2, K2, V2).float() * weights).sum().backward()
+    for name, x, ref in (("queries", Q, Q2), ("keys", K, K2), ("values", V, V2)):
+        if x.grad is None or not torch.isfinite(x.grad).all():
+            fail(f"the gradient with respect to the {name} is missing or not finite on {case}.",
+                 "the cache must keep the keys and values as computed (no .detach()), so "
+                 "later steps send gradient back to earlier positions.")
+        if not torch.allclose(x.grad, ref.grad, atol=1e-5, rtol=1e-4):
+            t = int((x.grad - ref.grad).abs().amax(dim=(0, 1, 3)).argmax())
+            fail(f"the gradient with respect to the {name} is wrong on {case}, first at "
+                 f"position {t}.",
+                 "a cache that stores detached keys or values cuts the gradient from later "
+                 "steps to earlier positions: store k and v themselves.")

@@ -1,0 +1,362 @@
+"""Chapter 9's checkers pass right solutions (also unusual ones) and reject wrong ones with
+messages that name the input and point at the fault (issue 12's kinds: broken gradients,
+fragile numerics in float16/float32, only right on easy inputs, not what is asked,
+messages)."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from book import checks
+from book.checks.ch09 import _nucleus, _top_p_cases
+
+
+def stub(*args):
+    raise NotImplementedError("write your solution here")
+
+
+# -- Exercise 9.1: top-p ------------------------------------------------------------------------
+
+def top_p(logits, p):
+    """The solution notebook's answer."""
+    probs = torch.softmax(logits.float(), dim=-1)
+    ranked = probs.sort(dim=-1, descending=True).values
+    before = ranked.cumsum(dim=-1) - ranked
+    num_kept = (before < p).sum(dim=-1, keepdim=True)
+    threshold = ranked.gather(-1, num_kept - 1)
+    return logits.masked_fill(probs < threshold, float("-inf"))
+
+
+def top_p_pairwise(logits, p):  # unusual: O(V^2), no sorting, straight from the definition
+    probs = torch.softmax(logits.float(), dim=-1)
+    above = (probs[..., None, :] > probs[..., :, None]).float()
+    keep = (above * probs[..., None, :]).sum(-1) < p
+    return torch.where(keep, logits, torch.full_like(logits, float("-inf")))
+
+
+def top_p_log_probs(logits, p):  # unusual: returns renormalised log-probabilities
+    keep = torch.isfinite(top_p(logits, p))
+    log_probs = torch.log_softmax(logits.float(), dim=-1).masked_fill(~keep, float("-inf"))
+    return (log_probs - torch.logsumexp(log_probs, -1, keepdim=True)).to(logits.dtype)
+
+
+def top_p_finfo(logits, p):  # unusual: the smallest finite number instead of -inf
+    keep = torch.isfinite(top_p(logits, p))
+    return logits.masked_fill(~keep, torch.finfo(logits.dtype).min)
+
+
+def _sorted_parts(logits):
+    probs = torch.softmax(logits.float(), dim=-1)
+    ranked, order = probs.sort(dim=-1, descending=True)
+    return probs, ranked, order
+
+
+def drops_crossing_token(logits, p):  # keeps tokens while the running sum is below p
+    probs, ranked, order = _sorted_parts(logits)
+    keep_sorted = ranked.cumsum(-1) < p
+    keep_sorted[..., 0] = True
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def ignores_ties(logits, p):  # keeps exactly the sorted prefix: one of two tied tokens
+    probs, ranked, order = _sorted_parts(logits)
+    keep_sorted = ranked.cumsum(-1) - ranked < p
+    keep = torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def forgets_to_unsort(logits, p):  # the sorted mask applied to the tokens' own positions
+    probs, ranked, order = _sorted_parts(logits)
+    keep_sorted = ranked.cumsum(-1) - ranked < p
+    return logits.masked_fill(~keep_sorted, float("-inf"))
+
+
+def one_threshold_for_the_batch(logits, p):  # a nucleus over all rows together
+    probs = torch.softmax(logits.float(), dim=-1).flatten() / len(logits)
+    ranked = probs.sort(descending=True).values
+    threshold = ranked[(ranked.cumsum(0) - ranked < p).sum() - 1]
+    return logits.masked_fill((probs < threshold).reshape(logits.shape), float("-inf"))
+
+
+def naive_exp(logits, p):  # no max subtraction: exp overflows for large logits
+    exp = torch.exp(logits.float())
+    probs = exp / exp.sum(-1, keepdim=True)
+    ranked = probs.sort(dim=-1, descending=True).values
+    threshold = ranked.gather(-1, (ranked.cumsum(-1) - ranked < p).sum(-1, keepdim=True) - 1)
+    return logits.masked_fill(probs < threshold, float("-inf"))
+
+
+def fills_minus_1e9(logits, p):  # a finite fill that float16 cannot hold
+    return logits.masked_fill(~torch.isfinite(top_p(logits, p)), -1e9)
+
+
+def fills_zero(logits, p):  # "probability zero" read as "logit zero"
+    return logits.masked_fill(~torch.isfinite(top_p(logits, p)), 0.0)
+
+
+def returns_probabilities(logits, p):
+    return torch.softmax(top_p(logits, p).float(), dim=-1).to(logits.dtype)
+
+
+def log_of_renormalised(logits, p):  # right values, NaN gradient through log(0)
+    probs = torch.softmax(top_p(logits, p).float(), dim=-1)
+    return torch.log(probs).to(logits.dtype)
+
+
+def detaches(logits, p):
+    return top_p(logits.detach(), p)
+
+
+def multiplies_by_mask(logits, p):  # -inf * 0 = NaN on inputs already filtered by top-k
+    keep = torch.isfinite(top_p(logits, p))
+    return logits * keep + torch.where(keep, 0.0, float("-inf"))
+
+
+def in_place(logits, p):
+    keep = torch.isfinite(top_p(logits, p))
+    return logits.masked_fill_(~keep, float("-inf")) if not logits.requires_grad else \
+        top_p(logits, p)
+
+
+def threshold_on_each_probability(logits, p):  # keeps tokens with probability >= 1 - p
+    probs = torch.softmax(logits.float(), dim=-1)
+    keep = (probs >= 1 - p) | (probs == probs.max(-1, keepdim=True).values)
+    return logits.masked_fill(~keep, float("-inf"))
+
+
+def ascending(logits, p):  # keeps the least probable tokens
+    probs = torch.softmax(logits.float(), dim=-1)
+    ranked = probs.sort(dim=-1).values
+    threshold = ranked.gather(-1, (ranked.cumsum(-1) - ranked < p).sum(-1, keepdim=True) - 1)
+    return logits.masked_fill(probs > threshold, float("-inf"))
+
+
+def returns_float32(logits, p):
+    return top_p(logits.float(), p)
+
+
+WRONG_TOP_P = {
+    "drops the token that crosses p": (drops_crossing_token, "tokens.*missing"),
+    "keeps one of two tied tokens": (ignores_ties, "tied with a kept token"),
+    "forgets to map the sorted mask back": (forgets_to_unsort, "sorted ones"),
+    "one nucleus for the whole batch": (one_threshold_for_the_batch, "every row"),
+    "exp without subtracting the max": (naive_exp, "overflows"),
+    "fills with -1e9 (float16 overflow)": (fills_minus_1e9, r"float16 .*65504"),
+    "fills with 0 instead of -inf": (fills_zero, r"(?s)logit 0 .*not probability 0"),
+    "returns probabilities": (returns_probabilities, "looks like probabilities"),
+    "log of renormalised probabilities (NaN gradient)": (log_of_renormalised, "log\\(0\\)"),
+    "detaches the logits": (detaches, "no gradient"),
+    "multiplies by a 0/1 mask": (multiplies_by_mask, "masked_fill"),
+    "changes its input in place": (in_place, "in place"),
+    "a threshold on each probability": (threshold_on_each_probability, "p=0.5, row 0"),
+    "sorts in ascending order": (ascending, "descending"),
+    "returns float32 for float16": (returns_float32, "dtype"),
+    "forgets to return": (lambda logits, p: None, "None"),
+    "unimplemented stub": (stub, "not implemented yet"),
+}
+
+
+@pytest.mark.parametrize("fn", [top_p, top_p_pairwise, top_p_log_probs, top_p_finfo],
+                         ids=["reference", "pairwise", "log-probabilities", "finfo.min"])
+def test_check_top_p_filter_accepts_right_solutions(fn):
+    assert "passed" in checks.check_top_p_filter(fn)
+
+
+def test_the_chapter_top_p_filter_passes():
+    from book.gpt import top_p_filter
+
+    assert "passed" in checks.check_top_p_filter(top_p_filter)
+
+
+@pytest.mark.parametrize("name", WRONG_TOP_P)
+def test_check_top_p_filter_rejects_wrong_solutions(name):
+    fn, message = WRONG_TOP_P[name]
+    with pytest.raises(AssertionError, match=message):
+        checks.check_top_p_filter(fn)
+
+
+def test_top_p_messages_name_the_input_the_expected_and_the_seen_tokens():
+    with pytest.raises(AssertionError) as info:
+        checks.check_top_p_filter(drops_crossing_token)
+    text = str(info.value)
+    assert "p=0.5" in text and "expected tokens" in text and "got" in text and "Hint:" in text
+
+
+def test_top_p_cases_keep_a_margin_from_p():
+    """No case sits within float rounding of a decision, so verdicts do not depend on the
+    float path (CPU kernels, float16 arithmetic)."""
+    for case, logits, p in _top_p_cases():
+        probs = torch.softmax(logits.double(), dim=-1)
+        above = ((probs[:, None, :] > probs[:, :, None]).double() * probs[:, None, :]).sum(-1)
+        inexact = above[above > 0]          # the mass above the top token, 0, is exact
+        margin = (inexact - p).abs().min().item() if len(inexact) else 1.0
+        assert margin > 1e-3 or p == 1.0, (case, margin)
+        kept, _ = _nucleus(logits, p)
+        assert kept.any(dim=-1).all()
+
+
+def test_top_p_verdicts_are_deterministic():
+    for _ in range(2):
+        with pytest.raises(AssertionError) as info:
+            checks.check_top_p_filter(ignores_ties)
+        assert "row 0" in str(info.value)
+
+
+# -- Exercise 9.2: one attention step with a KV cache -------------------------------------------
+
+def attention_step(q, k, v, past_keys, past_values):
+    """The solution notebook's answer."""
+    keys = torch.cat([past_keys, k], dim=2)                    # (b, h, t + 1, hs)
+    values = torch.cat([past_values, v], dim=2)                # (b, h, t + 1, hs)
+    scores = q @ keys.transpose(2, 3) / math.sqrt(q.shape[-1])  # (b, h, 1, t + 1)
+    return torch.softmax(scores, dim=-1) @ values, keys, values
+
+
+def step_with_sdpa(q, k, v, past_keys, past_values):  # unusual: the fused kernel, no mask
+    keys, values = torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+    return F.scaled_dot_product_attention(q, keys, values), keys, values
+
+
+def step_with_einsum(q, k, v, past_keys, past_values):  # unusual: einsum, scaled q first
+    keys, values = torch.cat((past_keys, k), dim=-2), torch.cat((past_values, v), dim=-2)
+    scores = torch.einsum("bhqd,bhkd->bhqk", q / q.shape[-1] ** 0.5, keys)
+    weights = torch.exp(scores - scores.amax(-1, keepdim=True))
+    weights = weights / weights.sum(-1, keepdim=True)
+    return torch.einsum("bhqk,bhkd->bhqd", weights, values), keys, values
+
+
+def is_causal_in_a_step(q, k, v, past_keys, past_values):  # the top-left aligned mask
+    keys, values = torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+    return F.scaled_dot_product_attention(q, keys, values, is_causal=True), keys, values
+
+
+def attends_before_appending(q, k, v, past_keys, past_values):
+    keys, values = torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+    if past_keys.shape[2] == 0:
+        return v, keys, values
+    out = torch.softmax(q @ past_keys.transpose(2, 3) / math.sqrt(q.shape[-1]), -1)
+    return out @ past_values, keys, values
+
+
+def no_scale(q, k, v, past_keys, past_values):
+    keys, values = torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+    return torch.softmax(q @ keys.transpose(2, 3), -1) @ values, keys, values
+
+
+def softmax_over_queries(q, k, v, past_keys, past_values):
+    keys, values = torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+    scores = q @ keys.transpose(2, 3) / math.sqrt(q.shape[-1])
+    return torch.softmax(scores, dim=-2) @ values, keys, values
+
+
+def naive_softmax(q, k, v, past_keys, past_values):  # exp without the max: overflows
+    keys, values = torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+    weights = torch.exp(q @ keys.transpose(2, 3) / math.sqrt(q.shape[-1]))
+    return weights / weights.sum(-1, keepdim=True) @ values, keys, values
+
+
+def detached_cache(q, k, v, past_keys, past_values):  # right values, gradient cut
+    out, keys, values = attention_step(q, k, v, past_keys, past_values)
+    return out, keys.detach(), values.detach()
+
+
+def prepends(q, k, v, past_keys, past_values):  # attention ignores order, the cache must not
+    keys, values = torch.cat([k, past_keys], 2), torch.cat([v, past_values], 2)
+    return attention_step(q, k, v, past_keys, past_values)[0], keys, values
+
+
+def returns_the_old_cache(q, k, v, past_keys, past_values):
+    return attention_step(q, k, v, past_keys, past_values)[0], past_keys, past_values
+
+
+def concatenates_features(q, k, v, past_keys, past_values):
+    keys, values = torch.cat([past_keys, k], -1), torch.cat([past_values, v], -1)
+    return v, keys, values
+
+
+def squeezes_the_output(q, k, v, past_keys, past_values):
+    out, keys, values = attention_step(q, k, v, past_keys, past_values)
+    return out.squeeze(2), keys, values
+
+
+def swaps_keys_and_values(q, k, v, past_keys, past_values):
+    keys, values = torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+    out = torch.softmax(q @ values.transpose(2, 3) / math.sqrt(q.shape[-1]), -1) @ keys
+    return out, keys, values
+
+
+def scale_by_model_width(q, k, v, past_keys, past_values):  # sqrt(heads * head size)
+    keys, values = torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+    d = q.shape[1] * q.shape[-1]
+    return torch.softmax(q @ keys.transpose(2, 3) / math.sqrt(d), -1) @ values, keys, values
+
+
+def computes_in_float32(q, k, v, past_keys, past_values):
+    out, keys, values = attention_step(q.float(), k.float(), v.float(), past_keys.float(),
+                                       past_values.float())
+    return out, keys.to(k.dtype), values.to(v.dtype)
+
+
+def only_the_last_window(q, k, v, past_keys, past_values):  # keeps 32 positions at most
+    out, keys, values = attention_step(q, k, v, past_keys, past_values)
+    return out, keys[:, :, -32:], values[:, :, -32:]
+
+
+def first_batch_item_only(q, k, v, past_keys, past_values):  # right for batch 1 only
+    out, keys, values = attention_step(q, k, v, past_keys, past_values)
+    return out[:1].expand_as(out).contiguous(), keys, values
+
+
+WRONG_STEPS = {
+    "is_causal=True in a one-query step": (is_causal_in_a_step, "top left"),
+    "attends before appending the new key": (attends_before_appending, "itself"),
+    "no 1/sqrt(d) scale": (no_scale, "not scaled"),
+    "softmax over the query axis": (softmax_over_queries, "wrong axis"),
+    "exp without subtracting the max": (naive_softmax, "(NaN|large scores)"),
+    "a cache that detaches (gradient cut)": (detached_cache, "gradient with respect to the keys"),
+    "prepends the new position": (prepends, "put first"),
+    "returns the old cache": (returns_the_old_cache, "returned keys has shape"),
+    "concatenates along the features": (concatenates_features, "dim=2"),
+    "squeezes the output": (squeezes_the_output, r"shape \(2, 3, 5\)"),
+    "swaps keys and values": (swaps_keys_and_values, "swapped"),
+    "scales by sqrt(heads x head size)": (scale_by_model_width, "scale is wrong"),
+    "returns float32 for float16": (computes_in_float32, "dtype"),
+    "keeps only the last 32 positions": (only_the_last_window, r"shape .*60 steps, step t=32"),
+    "right for the first sequence only": (first_batch_item_only, "every\nsequence|every sequence"),
+    "forgets to return": (lambda *args: None, "tuple"),
+    "unimplemented stub": (stub, "not implemented yet"),
+}
+
+
+@pytest.mark.parametrize("fn", [attention_step, step_with_sdpa, step_with_einsum],
+                         ids=["reference", "sdpa", "einsum"])
+def test_check_attention_step_accepts_right_solutions(fn):
+    assert "passed" in checks.check_attention_step(fn)
+
+
+@pytest.mark.parametrize("name", WRONG_STEPS)
+def test_check_attention_step_rejects_wrong_solutions(name):
+    fn, message = WRONG_STEPS[name]
+    with pytest.raises(AssertionError, match=message):
+        checks.check_attention_step(fn)
+
+
+def test_attention_step_messages_name_the_step_and_the_values():
+    with pytest.raises(AssertionError) as info:
+        checks.check_attention_step(is_causal_in_a_step)
+    text = str(info.value)
+    assert "step t=1" in text and "expected" in text and "got" in text and "Hint:" in text
+
+
+def test_the_chapter_attention_agrees_with_the_reference_step():
+    """book.gpt's cached attention computes what the exercise asks of one step."""
+    from book.gpt import GPTConfig, CausalSelfAttention, KVCache
+
+    torch.manual_seed(0)
+    attention = CausalSelfAttention(GPTConfig(num_hiddens=16, num_heads=2)).eval()
+    X = torch.randn(2, 9, 16)
+    cache = KVCache()
+    steps = [attention(X[:, t:t + 1], torch.tensor([t]), cache) for t in range(9)]
+    assert torch.allclose(torch.cat(steps, 1), attention(X, torch.arange(9)), atol=1e-6)
