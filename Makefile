@@ -87,7 +87,7 @@ execute: env
 LAB_FLAGS ?=
 lab: env
 	JUPYTER_CONFIG_PATH="$(CURDIR)/tools/jupyter$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
-	  $(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --ServerApp.default_url=/lab/tree/chapters \
+	  $(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters \
 	  $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_FLAGS)
 
 ## make bench: every notebook against its time budget (exit 1 beyond 125% of one), then our
