@@ -1,8 +1,13 @@
-"""Chapter 1's checkers pass the reference solutions and reject known-wrong ones with useful messages."""
+"""Chapter 1's checkers pass right solutions (also unusual ones) and reject wrong ones with
+messages that point at the fault: the course's own table, red team round 1's solutions
+(tests/checker_redteam/round1_ch01.py), and kinds that round 1 missed."""
+import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from book import checks
+from checkers_support import accepts, redteam, rejects
 
 
 def softmax_reference(scores):
@@ -20,38 +25,138 @@ def stub(*args):
     raise NotImplementedError("write your solution here")
 
 
-WRONG_SOFTMAXES = {
+def own_softmax(dim=-1, keepdim_max=True, temperature=1.0):
+    def fn(s):
+        s = s / temperature
+        e = torch.exp(s - s.amax(dim=dim, keepdim=keepdim_max))
+        return e / e.sum(dim=dim, keepdim=True)
+    return fn
+
+
+def max_over_wrong_axis(scores):
+    """Shifts by the maximum over the first axis: exact in theory, underflows in practice."""
+    e = torch.exp(scores - scores.amax(dim=0, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def shift_then_restore(scores):
+    """Shifts the input in place and shifts it back: the input ends unchanged, but autograd
+    refuses in-place changes of a tensor that requires grad."""
+    m = scores.amax(dim=-1, keepdim=True)
+    scores.sub_(m)
+    e = scores.exp()
+    scores.add_(m)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def rebuilt_from_values(scores):
+    """torch.tensor(...) of the values: right numbers, no graph."""
+    out = softmax_reference(scores)
+    return torch.tensor(out.tolist(), dtype=scores.dtype).reshape(scores.shape)
+
+
+def nan_hidden(scores):
+    """exp without the shift, NaN replaced by zeros: rows of large scores come out empty."""
+    e = torch.exp(scores)
+    return torch.nan_to_num(e / e.sum(dim=-1, keepdim=True))
+
+
+WRONG_SOFTMAXES = {  # the course's table, plus kinds round 1 missed
     "naive exp overflows": (lambda s: torch.exp(s) / torch.exp(s).sum(-1, keepdim=True), "NaN"),
-    "wrong axis": (lambda s: torch.softmax(s, dim=0), "sum to 1"),
+    "wrong axis": (own_softmax(dim=0), "sum to 1"),
     "not normalised": (lambda s: torch.exp(s - s.amax(-1, keepdim=True)), "sum to 1"),
     "divides by the max": (lambda s: torch.exp(s - s.amax(-1, keepdim=True))
-                           / torch.exp(s - s.amax(-1, keepdim=True)).amax(-1, keepdim=True), "sum to 1"),
+                           / torch.exp(s - s.amax(-1, keepdim=True)).amax(-1, keepdim=True),
+                           "sum to 1"),
     "changes its input": (softmax_in_place, "in place"),
-    "returns a float64 copy": (lambda s: torch.softmax(s.double(), -1), "dtype"),
+    "returns a float64 copy": (lambda s: softmax_reference(s.double()), "dtype"),
     "forgets to return": (lambda s: None, "None"),
-    "returns a list": (lambda s: torch.softmax(s, -1).tolist(), "torch.Tensor"),
-    "flattens": (lambda s: torch.softmax(s, -1).flatten(), "shape"),
+    "returns a list": (lambda s: softmax_reference(s).tolist(), "torch.Tensor"),
+    "flattens": (lambda s: softmax_reference(s).flatten(), "shape"),
     "unimplemented stub": (stub, "not implemented yet"),
     "crashes": (lambda s: s.no_such_method(), "AttributeError"),
-    "temperature 2": (lambda s: torch.softmax(s / 2, -1), "wrong"),
+    "temperature 2": (own_softmax(temperature=2.0), "wrong"),
+    # kinds round 1 missed
+    "exp of log_softmax (a built-in softmax)": (lambda s: s.log_softmax(-1).exp(),
+                                                 "calls torch.Tensor.log_softmax"),
+    "F.softmax": (lambda s: F.softmax(s, dim=-1), "calls torch.Tensor.softmax"),
+    "nn.Softmax module": (lambda s: torch.nn.Softmax(dim=-1)(s), "calls torch.Tensor.softmax"),
+    "maximum over the first axis": (max_over_wrong_axis, "wrong on"),
+    "shifts the input in place and back": (shift_then_restore, "in place"),
+    "rebuilt from values with torch.tensor": (rebuilt_from_values, "no gradient can flow"),
+    "NaN of the naive exp replaced by 0": (nan_hidden, "sum to 1"),
+    "max without keepdim": (own_softmax(keepdim_max=False), "must match the size"),
+}
+
+R1_EXPECTED = {
+    "exp without max subtraction": "subtract each row's maximum first",
+    "subtracts the global max, not each row's": "exp() overflows",
+    "clamps scores at 80 instead of shifting": "clamping or subtracting a mean",
+    "subtracts the row mean instead of the max": "exp() overflows",
+    "hard-coded dim=1 (right for 2-D only)": "not over another axis",
+    "in-place `scores -= max` (changes the input)": "changed its input in place",
+    "exp_ / div_ in place on the output (backward error)": "an in-place operation",
+    "numpy round trip": "no gradient can flow back",
+    "shift and exp under torch.no_grad()": "no gradient can flow back",
+    "returns a detached tensor": "no gradient can flow back",
+    "sum without keepdim (broadcasts wrong on square inputs)": "keepdim=True",
+    "float16 in, float32 out": "expected torch.float16",
+    "returns float64 for every input": "expected torch.float32",
+    "squeezes the input (size-1 axes vanish)": "no .squeeze()",
+    "global max via .item()": "exp() overflows",
+    "calls torch.softmax (forbidden)": "your function calls torch.softmax",
+    "returns a tuple (weights, exps)": "return only the weights",
+    "score(keys, queries).T (argument order)": "call score(queries, keys), in this order",
+    "softmax over all keys, zero the rest, no renorm": "rather than zeroing weights",
+    "`<=` k-th best: keeps k-1 keys": "exactly k=2 keys",
+    "sorted[:, k] off by one: keeps k+1 keys": "exactly k=2 keys",
+    "topk along dim 0": "exactly k=2 keys",
+    "ranks keys by |score|": "by |score|",
+    "own softmax, exp without max": "subtract each row's maximum",
+    "detached weights": "no gradient reaches queries",
+    "one global threshold for all queries": "exactly k=2 keys",
+    "largest=False (k worst keys)": "keep the k lowest scores",
+    "returns (weights, outputs)": "the pair looks swapped",
+    "fill with finfo(float32).min (float16 overflow)": "the fill value must fit",
+    "fill with -1e4 instead of -inf": "a finite fill such as -1e4",
+    "additive -1e4 mask: float16 in, float32 out": "a tensor of another dtype",
+    "weights[:, idx] = ... (right for 1 query only)": "weights that belong to other queries",
 }
 
 
 def test_check_softmax_accepts_the_reference():
-    assert "passed" in checks.check_softmax(softmax_reference)
+    accepts(checks.check_softmax, softmax_reference)
 
 
 @pytest.mark.parametrize("name", WRONG_SOFTMAXES)
 def test_check_softmax_rejects_wrong_solutions(name):
     fn, message = WRONG_SOFTMAXES[name]
-    with pytest.raises(AssertionError, match=message):
-        checks.check_softmax(fn)
+    rejects(checks.check_softmax, fn, message)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch01", "check_softmax",
+                                                 expected=R1_EXPECTED))
+def test_check_softmax_rejects_round1(fn, fragment):
+    rejects(checks.check_softmax, fn, fragment)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch01", "check_softmax",
+                                                 "RIGHT_BUT_UNUSUAL"))
+def test_check_softmax_accepts_round1_right_solutions(fn, fragment):
+    accepts(checks.check_softmax, fn)
+
+
+def test_forbidden_functions_are_restored_after_the_check():
+    before = (torch.softmax, torch.Tensor.softmax, torch.special.softmax)
+    rejects(checks.check_softmax, lambda s: torch.softmax(s, -1), "calls torch.softmax")
+    assert (torch.softmax, torch.Tensor.softmax, torch.special.softmax) == before
+    assert "softmax" not in vars(torch.Tensor)
+    assert torch.equal(torch.tensor([0.0, 0.0]).softmax(-1), torch.tensor([0.5, 0.5]))
 
 
 @pytest.mark.parametrize("bad", [None, 42])
 def test_checkers_reject_non_functions(bad):
-    with pytest.raises(AssertionError, match="None|function"):
-        checks.check_softmax(bad)
+    rejects(checks.check_softmax, bad, "None" if bad is None else "function")
 
 
 def topk_reference(queries, keys, values, score, k):
@@ -78,7 +183,7 @@ def one_too_many(queries, keys, values, score, k):
 
 def pools_keys(queries, keys, values, score, k):
     _, weights = topk_reference(queries, keys, values, score, k)
-    return weights @ keys[:, : values.shape[1]] if keys.shape[1] >= values.shape[1] else weights @ keys, weights
+    return weights @ keys, weights
 
 
 def no_mask(queries, keys, values, score, k):
@@ -97,31 +202,82 @@ def weights_only(queries, keys, values, score, k):
     return topk_reference(queries, keys, values, score, k)[1]
 
 
+def kthvalue_wrong_end(queries, keys, values, score, k):
+    """kthvalue(k) is the k-th *smallest*: keeps num_keys - k + 1 keys."""
+    scores = score(queries, keys)
+    kth = scores.kthvalue(k, dim=-1, keepdim=True).values
+    weights = torch.softmax(scores.masked_fill(scores < kth, float("-inf")), dim=-1)
+    return weights @ values, weights
+
+
+def scaled_scores(queries, keys, values, score, k):
+    """Divides the scores by sqrt(d), which this exercise does not ask for."""
+    return topk_reference(queries, keys, values,
+                          lambda q, kk: score(q, kk) / queries.shape[-1] ** 0.5, k)
+
+
+def half_weights(queries, keys, values, score, k):
+    outputs, weights = topk_reference(queries, keys, values, score, k)
+    return outputs, weights.half()
+
+
+def additive_inf_mask(queries, keys, values, score, k):
+    """Right: an additive -inf mask (no row is ever fully masked in top-k)."""
+    scores = score(queries, keys)
+    keep = scores >= scores.topk(k, dim=-1).values[:, -1:]
+    weights = torch.softmax(scores + torch.where(keep, 0.0, float("-inf")).to(scores.dtype),
+                            dim=-1)
+    return weights @ values, weights
+
+
 WRONG_TOPKS = {
     "zeroes weights after the softmax (no renormalising)": (zero_after_softmax, "sum to 1"),
-    "keeps the lowest scores": (keeps_lowest, "highest scores"),
+    "keeps the lowest scores": (keeps_lowest, "lowest scores"),
     "keeps k + 1 keys": (one_too_many, "exactly k"),
-    "pools the keys, not the values": (pools_keys, "values, not the keys|shape"),
+    "pools the keys, not the values": (pools_keys, "values, not the keys"),
     "forgets the mask": (no_mask, "exactly k"),
-    "top-k over the queries axis": (topk_over_queries, "exactly k|highest"),
-    "returns only the weights": (weights_only, "pair"),
+    "top-k over the queries axis": (topk_over_queries, "exactly k"),
+    "returns only the weights": (weights_only, "tuple (outputs, weights)"),
     "unimplemented stub": (stub, "not implemented yet"),
+    # kinds round 1 missed
+    "kthvalue(k): the k-th smallest": (kthvalue_wrong_end, "exactly k"),
+    "scales the scores by 1/sqrt(d)": (scaled_scores, "weights is wrong"),
+    "weights in float16": (half_weights, "expected torch.float32"),
 }
 
 
-def test_check_topk_accepts_the_reference():
-    assert "passed" in checks.check_topk_attention_pool(topk_reference)
+def test_check_topk_accepts_the_reference_and_an_additive_inf_mask():
+    accepts(checks.check_topk_attention_pool, topk_reference)
+    accepts(checks.check_topk_attention_pool, additive_inf_mask)
 
 
 @pytest.mark.parametrize("name", WRONG_TOPKS)
 def test_check_topk_rejects_wrong_solutions(name):
     fn, message = WRONG_TOPKS[name]
-    with pytest.raises(AssertionError, match=message):
-        checks.check_topk_attention_pool(fn)
+    rejects(checks.check_topk_attention_pool, fn, message)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch01", "check_topk_attention_pool",
+                                                 expected=R1_EXPECTED))
+def test_check_topk_rejects_round1(fn, fragment):
+    rejects(checks.check_topk_attention_pool, fn, fragment)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch01", "check_topk_attention_pool",
+                                                 "RIGHT_BUT_UNUSUAL"))
+def test_check_topk_accepts_round1_right_solutions(fn, fragment):
+    accepts(checks.check_topk_attention_pool, fn)
 
 
 def test_failure_messages_name_the_input_and_the_values():
-    with pytest.raises(AssertionError) as info:
-        checks.check_softmax(lambda s: torch.softmax(s / 2, -1))
-    text = str(info.value)
-    assert "on a (2, 5) matrix" in text and "expected" in text and "got" in text and "Hint:" in text
+    text = rejects(checks.check_softmax, own_softmax(temperature=2.0), "Hint:")
+    assert "on a (2, 5) matrix" in text and "expected" in text and "got" in text
+
+
+def test_numpy_inputs_are_not_needed():
+    """The checker passes torch tensors; a learner's NumPy detour is reported as such."""
+    def numpy_softmax(scores):
+        x = scores.numpy()
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    rejects(checks.check_softmax, numpy_softmax, "got a ndarray", "NumPy")

@@ -1,8 +1,11 @@
-"""Chapter 2's checker passes the reference solution and rejects known-wrong ones with useful messages."""
+"""Chapter 2's checker passes right solutions (also unusual ones) and rejects wrong ones with
+messages that point at the fault: the course's own table, red team round 1's solutions
+(tests/checker_redteam/round1_ch02.py), and kinds that round 1 missed."""
 import pytest
 import torch
 
 from book import checks
+from checkers_support import accepts, redteam, rejects
 
 
 def reference(queries, keys, values, width=1.0):
@@ -57,39 +60,105 @@ def uniform_when_empty(queries, keys, values, width=1.0):
     return weights @ values, weights
 
 
+def normalised_over_everything(queries, keys, values, width=1.0):
+    u = (queries.reshape(-1, 1) - keys.reshape(1, -1)) / width
+    K = (1 - u ** 2).clamp_min(0)
+    weights = K / K.sum()
+    return weights @ values, weights
+
+
+def where_equal_zero(queries, keys, values, width=1.0):
+    """where(total == 0, 0, K / total): the forward is right, the backward divides by 0."""
+    u = (queries.reshape(-1, 1) - keys.reshape(1, -1)) / width
+    K = (1 - u ** 2) * (u.abs() <= 1)
+    total = K.sum(dim=-1, keepdim=True)
+    return (torch.where(total == 0, 0.0, K / total) @ values,
+            torch.where(total == 0, 0.0, K / total))
+
+
+def transposed_weights(queries, keys, values, width=1.0):
+    outputs, weights = reference(queries, keys, values, width)
+    return outputs, weights.T
+
+
+def relu_kernel(queries, keys, values, width=1.0):
+    """Right: relu instead of clamp, strict |u| < 1 (the kernel is 0 at the edge anyway)."""
+    u = (queries[:, None] - keys[None, :]) / width
+    K = torch.relu(1 - u * u)
+    total = K.sum(-1, keepdim=True)
+    weights = K / torch.where(total > 0, total, torch.ones_like(total))
+    return weights @ values, weights
+
+
 WRONG = {
     "triangular kernel 1 - |u| (d2l's 'epanechikov')":
         (with_kernel(lambda u: (1 - u.abs()).clamp_min(0)), "wrong on"),
     "forgets to divide by the width": (with_kernel(lambda u: (1 - u ** 2).clamp_min(0),
-                                                   width_used=False), "same as at width 1"),
-    "does not clamp 1 - u^2 at 0": (with_kernel(lambda u: 1 - u ** 2), "negative"),
+                                                   width_used=False), "outside the window"),
+    "does not clamp 1 - u^2 at 0": (with_kernel(lambda u: 1 - u ** 2), "clamp it at 0"),
     "NaN for a query with an empty window": (with_kernel(lambda u: (1 - u ** 2).clamp_min(0),
                                                          guard=False), "NaN"),
     "no normalisation": (not_normalised, "sum to 1"),
     "normalises over the queries": (normalised_over_queries, "sum to 1"),
-    "Gaussian kernel instead": (with_kernel(lambda u: torch.exp(-u ** 2 / 2)), "wrong on"),
-    "softmax of the kernel values": (softmax_of_kernel, "all-zero weights|wrong on"),
+    "Gaussian kernel instead": (with_kernel(lambda u: torch.exp(-u ** 2 / 2)),
+                                "outside the window"),
+    "softmax of the kernel values": (softmax_of_kernel, "outside the window"),
     "uniform weights for an empty window": (uniform_when_empty, "all-zero weights"),
-    "pools the keys, not the values": (pools_keys, "not of the keys"),
-    "returns only the weights": (lambda q, k, v, w: reference(q, k, v, w)[1], "pair"),
+    "pools the keys, not the values": (pools_keys, "not the keys"),
+    "returns only the weights": (lambda q, k, v, w: reference(q, k, v, w)[1],
+                                 "tuple (outputs, weights)"),
     "unimplemented stub": (stub, "not implemented yet"),
+    # kinds round 1 missed
+    "normalised over all queries and keys": (normalised_over_everything, "sum to 1"),
+    "where(total == 0, 0, K / total)": (where_equal_zero, "guard the denominator itself"),
+    "weights transposed": (transposed_weights, "weights has shape"),
+}
+
+R1_EXPECTED = {
+    "window via searchsorted (assumes sorted keys)": "they are not sorted",
+    "sorts keys but not values": "keep the keys in the order given",
+    "no guard: empty window is NaN": "a query with no key inside its window",
+    "mask-multiply kernel, 0/0 then nan_to_num": "guard the denominator itself",
+    "mask-multiply kernel, where(total > 0, K / total, 0)": "guard the denominator itself",
+    "no clamp: negative kernel outside the window": "clamp it at 0",
+    "forgets to divide by width": "scale the distance by the width",
+    "divides u^2 by width, not width^2": "not d^2 / width",
+    "reshape instead of transpose of (n_k, n_q)": "u[i, j] = (queries[i] - keys[j]) / width",
+    "numpy round trip": "no gradient can flow back",
+    "K / (sum + 1e-6)": "adding a small constant to the sum",
+    "empty window gives uniform weights": "do not add a small constant",
+    "outputs of shape (n_q, 1)": "outputs has shape (5, 1)",
+    "float32 constants (float64 inputs)": "tensors of two dtypes met",
+    "divides the queries in place": "changed its argument `queries` in place",
+    "only the first 32 keys": "every key with |u| < 1 counts",
 }
 
 
-def test_check_epanechnikov_accepts_the_reference():
-    assert "passed" in checks.check_epanechnikov_pool(reference)
+def test_check_epanechnikov_accepts_the_reference_and_a_relu_kernel():
+    accepts(checks.check_epanechnikov_pool, reference)
+    accepts(checks.check_epanechnikov_pool, relu_kernel)
 
 
 @pytest.mark.parametrize("name", WRONG)
 def test_check_epanechnikov_rejects_wrong_solutions(name):
     fn, message = WRONG[name]
-    with pytest.raises(AssertionError, match=message):
-        checks.check_epanechnikov_pool(fn)
+    rejects(checks.check_epanechnikov_pool, fn, message)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch02", "check_epanechnikov_pool",
+                                                 expected=R1_EXPECTED))
+def test_check_epanechnikov_rejects_round1(fn, fragment):
+    rejects(checks.check_epanechnikov_pool, fn, fragment)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch02", "check_epanechnikov_pool",
+                                                 "RIGHT_BUT_UNUSUAL"))
+def test_check_epanechnikov_accepts_round1_right_solutions(fn, fragment):
+    accepts(checks.check_epanechnikov_pool, fn)
 
 
 def test_failure_messages_name_the_input_and_the_values():
-    with pytest.raises(AssertionError) as info:
-        checks.check_epanechnikov_pool(WRONG["triangular kernel 1 - |u| (d2l's 'epanechikov')"][0])
-    text = str(info.value)
+    text = rejects(checks.check_epanechnikov_pool,
+                   WRONG["triangular kernel 1 - |u| (d2l's 'epanechikov')"][0], "Hint:")
     assert "on 5 queries, 8 keys" in text and "expected" in text and "got" in text
-    assert "Hint:" in text and "1 - u^2" in text
+    assert "1 - u^2" in text

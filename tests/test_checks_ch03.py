@@ -1,4 +1,6 @@
-"""Chapter 3's checkers pass the reference solutions and reject known-wrong ones with useful messages."""
+"""Chapter 3's checkers pass right solutions (also unusual ones) and reject wrong ones with
+messages that point at the fault: the course's own table, red team round 1's solutions
+(tests/checker_redteam/round1_ch03.py), and kinds that round 1 missed."""
 import math
 
 import pytest
@@ -7,6 +9,7 @@ from d2l import torch as d2l
 
 from book import checks
 from book.attention import DotProductAttention, masked_softmax
+from checkers_support import accepts, redteam, rejects
 
 
 def stub(*args):
@@ -50,6 +53,39 @@ def float32_result(X, valid_lens):
     return masked_softmax(X.float(), valid_lens)
 
 
+def float32_fill(X, valid_lens):
+    """fills with float32's smallest number: does not fit in float16."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    keep = keep_mask(X, valid_lens)
+    return torch.softmax(X.masked_fill(~keep, torch.finfo(torch.float32).min), -1) * keep
+
+
+def renormalised(X, valid_lens):
+    """zeroes the padding after the softmax and renormalises: 0/0 on an empty row."""
+    weights = torch.softmax(X, dim=-1)
+    if valid_lens is None:
+        return weights
+    weights = weights * keep_mask(X, valid_lens)
+    return weights / weights.sum(-1, keepdim=True)
+
+
+def lens_unsqueezed_wrong(X, valid_lens):
+    """valid_lens[:, None] is broadcast against (batch, queries, keys) as (1, batch, keys)."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    keep = torch.arange(X.shape[-1]) < valid_lens.reshape(-1, 1)
+    return torch.softmax(X.masked_fill(~keep, torch.finfo(X.dtype).min), -1) * keep
+
+
+def detached_fill(X, valid_lens):
+    """Builds the filled scores from X.detach(): gradients reach nothing."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    keep = keep_mask(X, valid_lens)
+    return torch.softmax(X.detach().masked_fill(~keep, torch.finfo(X.dtype).min), -1) * keep
+
+
 WRONG_MASKED_SOFTMAXES = {
     "mask off by one (<=)": (fill_and_softmax(-1e9, offset=1), "off by one"),
     "mask one key too narrow": (fill_and_softmax(-1e9, offset=-1), "last valid key"),
@@ -60,24 +96,76 @@ WRONG_MASKED_SOFTMAXES = {
     "d2l's fill on a copy: a uniform fully masked row": (
         lambda X, v: d2l.masked_softmax(X.clone().float(), v).to(X.dtype), "all-zero"),
     "zeroes weights after the softmax": (zero_after_softmax, "sum to 1"),
-    "ignores valid_lens": (lambda X, v: torch.softmax(X, -1), "must get weight 0"),
+    "ignores valid_lens": (lambda X, v: torch.softmax(X, -1), "ignores valid_lens"),
     "ignores per-query lengths": (first_length_only, "own length"),
     "modifies X in place": (in_place, "changed its input"),
     "returns float32 for float16 input": (float32_result, "dtype"),
     "forgets to return": (lambda X, v: None, "None"),
     "unimplemented stub": (stub, "not implemented yet"),
+    # kinds round 1 missed
+    "float32's smallest number as the fill": (float32_fill, "does not fit in float16"),
+    "zeroes padding after the softmax, renormalises": (renormalised, "NaN"),
+    "lengths broadcast on the wrong axis": (lens_unsqueezed_wrong, "must match the size"),
+    "fill built from X.detach()": (detached_fill, "no gradient can flow back"),
+}
+
+R1_EXPECTED = {
+    "additive -inf mask then nan_to_num": "an additive -inf mask (X + mask)",
+    "additive -inf mask then where(any valid, w, 0)": "a row with no valid key",
+    "-inf fill, empty rows NaN": "exp(-inf - (-inf)) = NaN",
+    "d2l's in-place -1e6 (uniform empty rows)": "changed its input X",
+    "-1e9 fill times keep (float16 overflow)": "does not fit in float16",
+    "-1e4 fill times keep": "the fill value must lie below every score",
+    "additive -1e4 mask times keep": "additive -1e4 mask",
+    ".repeat instead of repeat_interleave": "tiles the lengths in the wrong order",
+    "positions <= valid_len": "off by one",
+    "float16 in, float32 out": "expected torch.float16",
+    "exp without max subtraction": "subtract each row's maximum",
+    "detached result": "no gradient can flow back",
+    "fill under torch.no_grad()": "no gradient can flow back",
+    "masked_fill_ in place on X": "changed its input X",
+    "arange over queries, not keys": "torch.arange(X.shape[-1])",
+    "tensor truthiness: [0] treated as no mask": "`if not valid_lens`",
+    "numpy round trip": "no gradient can flow back",
+    "(batch, queries) lengths treated as (batch,)": "use each query's own length",
+    "divides by d, not sqrt(d)": "the scores are divided by d",
+    "scales by sqrt(value size)": "the scale uses the value size",
+    "scales by sqrt(number of queries)": "the scale uses the number of queries",
+    "keys.reshape(b, d, m) instead of transpose": "transpose them",
+    "ignores valid_lens": "valid_lens is ignored",
+    "returns float64": "expected torch.float32",
+    "divides the weights by sqrt(d)": "the weights, not the scores, are divided",
+    "own additive -inf mask + nan_to_num": "a query with no valid key",
+    "detached weights": "no gradient reaches queries",
+    "softmax without max subtraction": "exp() underflowed",
+    "squeeze (batch of 1 loses its axis)": "keep the batch axis",
+    "scores via numpy": "no gradient reaches queries",
+    "returns (output, weights)": "should return only the output tensor",
+    "d2l's in-place -1e6 masked softmax": "gets a uniform average of the values",
+    "masked softmax with a -1e4 fill": "the fill value lies above the scores",
 }
 
 
 def test_check_masked_softmax_accepts_the_reference():
-    assert "passed" in checks.check_masked_softmax(masked_softmax)
+    accepts(checks.check_masked_softmax, masked_softmax)
 
 
 @pytest.mark.parametrize("name", WRONG_MASKED_SOFTMAXES)
 def test_check_masked_softmax_rejects_wrong_solutions(name):
     fn, message = WRONG_MASKED_SOFTMAXES[name]
-    with pytest.raises(AssertionError, match=message):
-        checks.check_masked_softmax(fn)
+    rejects(checks.check_masked_softmax, fn, message)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch03", "check_masked_softmax",
+                                                 expected=R1_EXPECTED))
+def test_check_masked_softmax_rejects_round1(fn, fragment):
+    rejects(checks.check_masked_softmax, fn, fragment)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch03", "check_masked_softmax",
+                                                 "RIGHT_BUT_UNUSUAL"))
+def test_check_masked_softmax_accepts_round1_right_solutions(fn, fragment):
+    accepts(checks.check_masked_softmax, fn)
 
 
 def attention_reference(queries, keys, values, valid_lens):
@@ -108,6 +196,27 @@ def sqrt_num_keys(queries, keys, values, valid_lens):
     return masked_softmax(scores, valid_lens) @ values
 
 
+def keys_times_queries(queries, keys, values, valid_lens):
+    """(batch, n, m) scores: keys @ queries^T, transposed back: right only for square ones."""
+    scores = (keys @ queries.transpose(1, 2)).transpose(1, 2) / math.sqrt(queries.shape[-1])
+    return masked_softmax(scores.contiguous(), valid_lens) @ values
+
+
+def masks_queries(queries, keys, values, valid_lens):
+    """Masks the queries (rows) past valid_len instead of the keys."""
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    weights = torch.softmax(scores, dim=-1)
+    if valid_lens is not None:
+        lens = valid_lens if valid_lens.dim() == 1 else valid_lens[:, 0]
+        weights = weights * (torch.arange(queries.shape[1]) < lens[:, None])[..., None]
+    return weights @ values
+
+
+def float32_for_float16(queries, keys, values, valid_lens):
+    out = attention_reference(queries.float(), keys.float(), values.float(), valid_lens)
+    return out
+
+
 WRONG_ATTENTIONS = {
     "no scale": (attend(scale=lambda d: 1.0), "not scaled"),
     "scale squared (divides by d)": (attend(scale=lambda d: d), "divided by d"),
@@ -124,11 +233,15 @@ WRONG_ATTENTIONS = {
     "returns (output, weights)": (lambda q, k, v, l: (attention_reference(q, k, v, l), None),
                                   "only the output"),
     "unimplemented stub": (stub, "not implemented yet"),
+    # kinds round 1 missed
+    "masks the queries, not the keys": (masks_queries, "wrong on"),
+    "float32 output for float16 inputs": (float32_for_float16, "expected torch.float16"),
 }
 
 
-def test_check_attention_accepts_the_reference():
-    assert "passed" in checks.check_scaled_dot_product_attention(attention_reference)
+def test_check_attention_accepts_the_reference_and_a_transposed_product():
+    accepts(checks.check_scaled_dot_product_attention, attention_reference)
+    accepts(checks.check_scaled_dot_product_attention, keys_times_queries)
 
 
 def test_check_attention_accepts_pytorchs_fused_function_with_a_keep_mask():
@@ -140,22 +253,37 @@ def test_check_attention_accepts_pytorchs_fused_function_with_a_keep_mask():
         out = torch.nn.functional.scaled_dot_product_attention(queries, keys, values,
                                                                attn_mask=keep)
         return out * keep.any(-1, keepdim=True)  # zeros where no key is valid, on any backend
-    assert "passed" in checks.check_scaled_dot_product_attention(fused)
+    accepts(checks.check_scaled_dot_product_attention, fused)
 
 
 @pytest.mark.parametrize("name", WRONG_ATTENTIONS)
 def test_check_attention_rejects_wrong_solutions(name):
     fn, message = WRONG_ATTENTIONS[name]
-    with pytest.raises(AssertionError, match=message):
-        checks.check_scaled_dot_product_attention(fn)
+    rejects(checks.check_scaled_dot_product_attention, fn, message)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam(
+    "round1_ch03", "check_scaled_dot_product_attention", expected=R1_EXPECTED))
+def test_check_attention_rejects_round1(fn, fragment):
+    rejects(checks.check_scaled_dot_product_attention, fn, fragment)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam(
+    "round1_ch03", "check_scaled_dot_product_attention", "RIGHT_BUT_UNUSUAL"))
+def test_check_attention_accepts_round1_right_solutions(fn, fragment):
+    accepts(checks.check_scaled_dot_product_attention, fn)
+
+
+def test_a_float64_result_is_a_message_not_a_crash():
+    """Issue 12: a float64 result crashed inside torch.allclose."""
+    rejects(checks.check_scaled_dot_product_attention,
+            lambda q, k, v, lens: attention_reference(q.double(), k.double(), v.double(), lens),
+            "has dtype torch.float64", "expected torch.float32")
 
 
 def test_failure_messages_name_the_input_and_say_where_to_look():
-    with pytest.raises(AssertionError) as info:
-        checks.check_masked_softmax(fill_and_softmax(-1e9, offset=1))
-    text = str(info.value)
+    text = rejects(checks.check_masked_softmax, fill_and_softmax(-1e9, offset=1), "Hint:")
     assert "valid_lens [2, 4]" in text and "key 2 of query 0 in example 0" in text
-    assert "Hint:" in text and "<" in text
-    with pytest.raises(AssertionError) as info:
-        checks.check_scaled_dot_product_attention(attend(scale=lambda d: 1.0))
-    assert "sqrt(d)" in str(info.value) and "valid_lens" in str(info.value)
+    assert "<" in text
+    text = rejects(checks.check_scaled_dot_product_attention, attend(scale=lambda d: 1.0))
+    assert "sqrt(d)" in text and "valid_lens" in text

@@ -1,9 +1,14 @@
-"""Chapter 4's checker passes the reference step and rejects known-wrong ones with useful messages."""
+"""Chapter 4's checker passes right steps (also unusual ones) and rejects wrong ones with
+messages that point at the fault: the course's own table, red team round 1's solutions
+(tests/checker_redteam/round1_ch04.py), and kinds that round 1 missed."""
+import math
+
 import pytest
 import torch
 
 from book import checks
 from book.attention import masked_softmax
+from checkers_support import accepts, redteam, rejects
 
 
 def attention_weights(decoder, query, enc_outputs, enc_valid_lens, tanh=torch.tanh, mask=True):
@@ -49,6 +54,28 @@ def in_place_state(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
     return logits, hidden_state, weights
 
 
+def detached_state(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+    """Feeds the GRU a detached state: right values, no gradient back to the old state."""
+    weights = attention_weights(decoder, hidden_state[-1], enc_outputs, enc_valid_lens)
+    context = torch.bmm(weights[:, None], enc_outputs)
+    out, new_state = decoder.rnn(torch.cat([context, decoder.embedding(token)[:, None]], -1),
+                                 hidden_state.detach())
+    return decoder.dense(out[:, 0]), new_state, weights
+
+
+def scaled_scores(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+    """Divides the additive scores by sqrt(attention size), as for dot products."""
+    a = decoder.attention.W_q.out_features
+    return step(decoder, token, hidden_state, enc_outputs, enc_valid_lens,
+                tanh=lambda x: torch.tanh(x) / math.sqrt(a))
+
+
+def logits_from_context(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+    logits, new_state, weights = step(decoder, token, hidden_state, enc_outputs, enc_valid_lens)
+    context = torch.bmm(weights[:, None], enc_outputs)[:, 0]
+    return decoder.dense(context), new_state, weights
+
+
 WRONG = {
     "ignores the valid lengths (attends to padding)":
         (lambda *a: step(*a, mask=False), "padding"),
@@ -66,13 +93,47 @@ WRONG = {
     "returns logits with a step axis": (lambda *a: (step(*a)[0][:, None],) + step(*a)[1:],
                                         r"logits has shape"),
     "calls decoder.attention instead of computing it": (calls_the_attention_module,
-                                                        "compute the scores yourself"),
+                                                        "compute the attention yourself"),
     "unimplemented stub": (stub, "not implemented yet"),
+    # kinds round 1 missed
+    "detaches the state it feeds the GRU": (detached_state, "gradient with respect to "
+                                                            "hidden_state"),
+    "scores scaled by 1/sqrt(attention size)": (scaled_scores, "weights is wrong"),
+    "logits from the context, not the GRU output": (logits_from_context, "logits is wrong"),
+}
+
+R1_EXPECTED = {
+    "query from hidden_state[0] (bottom layer)": "the top layer's state, hidden_state[-1]",
+    "no mask": "weights on padding positions are not 0",
+    "cat([embedding, context]) order swapped": "torch.cat([context, embedding], dim=-1)",
+    "weights of shape (batch, 1, enc)": "weights has shape (3, 1, 5)",
+    "calls decoder.attention (forbidden)": "calls decoder.attention(...)",
+    "calls decoder(...) (forbidden)": "calls decoder.attention(...)",
+    "GRU gets only hidden_state[-1:]": "pass the whole state hidden_state",
+    "no tanh": "apply tanh before w_v",
+    "mask keeps positions <= valid_len": "weights on padding positions are not 0",
+    "query = hidden_state.squeeze(0) (mean over layers)": "query = hidden_state[-1]",
+    "detached context": "the gradient with respect to hidden_state is wrong",
+    "context averages W_k h_t instead of h_t": "not W_k applied to them",
+    "logits of shape (batch, 1, vocab)": "logits has shape (3, 1, 13)",
+    "returns the decoder's state tuple": "the new hidden_state should be a torch.Tensor",
 }
 
 
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch04", "check_bahdanau_step",
+                                                 expected=R1_EXPECTED))
+def test_check_bahdanau_step_rejects_round1(fn, fragment):
+    rejects(checks.check_bahdanau_step, fn, fragment)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch04", "check_bahdanau_step",
+                                                 "RIGHT_BUT_UNUSUAL"))
+def test_check_bahdanau_step_accepts_round1_right_solutions(fn, fragment):
+    accepts(checks.check_bahdanau_step, fn)
+
+
 def test_check_bahdanau_step_accepts_the_reference():
-    assert "passed" in checks.check_bahdanau_step(step)
+    accepts(checks.check_bahdanau_step, step)
 
 
 @pytest.mark.parametrize("name", WRONG)

@@ -1,9 +1,12 @@
-"""Chapter 5's checkers pass the reference reshapes and reject wrong ones, saying where entries went."""
+"""Chapter 5's checkers pass right reshapes (also unusual ones) and reject wrong ones, saying
+where entries went: the course's own table, red team round 1's solutions
+(tests/checker_redteam/round1_ch05.py), and kinds that round 1 missed."""
 import pytest
 import torch
 
 from book import checks
 from book.attention import transpose_output, transpose_qkv
+from checkers_support import accepts, redteam, rejects
 
 
 def stub(*args):
@@ -37,6 +40,12 @@ WRONG_QKV = {  # name -> (function, part of the expected message)
     "changes its input": (lambda X, h: transpose_qkv(X.mul_(1.0).add_(1.0), h), "in place"),
     "forgets to return": (lambda X, h: None, "None"),
     "unimplemented stub": (stub, "not implemented yet"),
+    # kinds round 1 missed
+    "view straight to (batch * heads, n, p)":
+        (lambda X, h: X.view(X.shape[0] * h, X.shape[1], -1), "wrong layout"),
+    "clone().detach()": (lambda X, h: transpose_qkv(X, h).clone().detach(),
+                         "no gradient can flow back"),
+    "float16 result": (lambda X, h: transpose_qkv(X, h).half(), "dtype"),
 }
 
 WRONG_OUTPUT = {
@@ -51,7 +60,63 @@ WRONG_OUTPUT = {
     "keeps 4-D (batch, n, heads, p)":
         (lambda X, h: X.reshape(-1, h, X.shape[1], X.shape[2]).permute(0, 2, 1, 3), "has shape"),
     "unimplemented stub": (stub, "not implemented yet"),
+    # kinds round 1 missed
+    "reshape to (batch, n, -1) without unfolding": (lambda X, h: X.reshape(
+        X.shape[0] // h, X.shape[1], -1), "wrong layout"),
+    "a fixed number of heads (2)": (lambda X, h: transpose_output(X, 2), "has shape"),
+    "rebuilt with torch.tensor": (lambda X, h: torch.tensor(transpose_output(X, h).tolist()),
+                                  "no gradient can flow back"),
 }
+
+R1_EXPECTED = {
+    "qkv: one reshape, no permute": "split the LAST axis",
+    "qkv: features split (p, heads): interleaved heads": "head h is the slice",
+    "qkv: permute(2, 0, 1, 3): heads-outer rows": "example i // num_heads",
+    "qkv: transpose(1, 2) then reshape": "wrong layout",
+    "qkv: detached": "no gradient can flow back",
+    "qkv: numpy round trip": "no gradient can flow back",
+    "qkv: p hard-coded as num_heads": "not a fixed number",
+    "qkv: permute(0, 2, 3, 1): (n, p) swapped": "wrong layout",
+    "qkv: no final reshape (4-D result)": "the result must be 3-D",
+    "qkv: under torch.no_grad()": "no gradient can flow back",
+    "qkv: cat(chunk(h, -1), dim=0): heads-outer rows": "example i // num_heads",
+    "qkv: float p = d / h in reshape": "use num_hiddens // num_heads",
+    "output: one reshape, no permute": "reverse the three steps",
+    "output: reshape(h, b, n, p): heads-outer rows": "wrong layout",
+    "output: permute(0, 2, 3, 1): interleaved features": "wrong layout",
+    "output: detached": "no gradient can flow back",
+    "output: numpy round trip": "no gradient can flow back",
+    "output: .view after permute (always raises)": "use .reshape",
+    "output: returns (b, n, h, p)": "the result must be 3-D",
+    "output: cat(chunk(h, dim=0), -1): heads-outer rows": "wrong layout",
+    "output: final reshape uses batch*heads as batch": "the batch is X.shape[0] // num_heads",
+    "output: transpose(1, 2) before unfolding": "wrong layout",
+    "output: under torch.no_grad()": "no gradient can flow back",
+}
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch05", "check_transpose_qkv",
+                                                 expected=R1_EXPECTED))
+def test_check_transpose_qkv_rejects_round1(fn, fragment):
+    rejects(checks.check_transpose_qkv, fn, fragment)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch05", "check_transpose_output",
+                                                 expected=R1_EXPECTED))
+def test_check_transpose_output_rejects_round1(fn, fragment):
+    rejects(checks.check_transpose_output, fn, fragment)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch05", "check_transpose_qkv",
+                                                 "RIGHT_BUT_UNUSUAL"))
+def test_check_transpose_qkv_accepts_round1_right_solutions(fn, fragment):
+    accepts(checks.check_transpose_qkv, fn)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch05", "check_transpose_output",
+                                                 "RIGHT_BUT_UNUSUAL"))
+def test_check_transpose_output_accepts_round1_right_solutions(fn, fragment):
+    accepts(checks.check_transpose_output, fn)
 
 
 def test_check_transpose_qkv_accepts_the_reference():

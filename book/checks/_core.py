@@ -1,13 +1,43 @@
 """What every checker shares: call the learner's code, and fail with a message they can act on.
 
-A checker raises `AssertionError` saying which input was used, what was expected and what
-was seen, and where to look. It never lets a bare traceback from deep inside escape.
+A checker raises `CheckFailed` (an `AssertionError`) saying which input was used, what was
+expected and what was seen, and where to look. A failed check shows as one short block:
+
+* in IPython (JupyterLab, Colab, the terminal) `CheckFailed._render_traceback_` replaces the
+  traceback by the message itself;
+* in plain `python` a hook prints the learner's own lines of the traceback and the message,
+  without the frames inside `book/checks` and without chained exceptions
+  ("During handling of the above exception...");
+* a checker decorated with `@checker(name)` also re-raises every failure `from None`.
+
+A passed check returns `Passed`, a string shown without quotes: "name: all checks passed."
+(in a plain `python` script, where nothing displays a cell's value, it is also printed).
+
+Checkers are pure functions of the learner's code and of seeded data: `@checker` runs the
+check with torch's, Python's and NumPy's global random generators seeded (and restores the
+learner's states afterwards), and every test tensor is built on the CPU.
 """
+import contextlib
+import functools
+import math
+import os
+import random
+import sys
+import traceback
+
 import torch
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_BOOK = os.path.dirname(_HERE)
 
 
 class CheckFailed(AssertionError):
     """A learner's solution is not right yet (an AssertionError, so `assert`-style tools see it)."""
+
+    def _render_traceback_(self):
+        """IPython shows these lines instead of a traceback: only the checker's sentence."""
+        return [f"{type(self).__name__}: {line}" if i == 0 else line
+                for i, line in enumerate(str(self).splitlines() or [""])]
 
 
 class Passed(str):
@@ -16,17 +46,118 @@ class Passed(str):
     def __repr__(self):
         return str(self)
 
+    def _repr_pretty_(self, printer, cycle):  # IPython's display, explicitly
+        printer.text(str(self))
+
+
+def _in_ipython():
+    ipython = sys.modules.get("IPython")
+    return ipython is not None and ipython.get_ipython() is not None
+
 
 def passed(what):
-    return Passed(f"{what}: all checks passed.")
+    """The one success line of every checker: `what: all checks passed.`"""
+    message = Passed(f"{what}: all checks passed.")
+    if not _in_ipython() and not hasattr(sys, "ps1") and not sys.flags.interactive:
+        print(message)  # a plain script shows no value: print the line once
+    return message
 
 
 def fail(message, hint=None):
-    raise CheckFailed(message + (f"\nHint: {hint}" if hint else ""))
+    __tracebackhide__ = True
+    raise CheckFailed(message + (f"\nHint: {hint}" if hint else "")) from None
 
 
-def call(fn, *args, name="your function", case="", **kwargs):
-    """Call the learner's `fn`; turn a missing function, the stub, or a crash into a clear message."""
+# -- One short block in plain python ----------------------------------------------------------
+
+def _inside_checks(filename):
+    return os.path.abspath(filename).startswith(_HERE + os.sep)
+
+
+def _excepthook(previous):
+    def hook(kind, value, tb):
+        if not isinstance(value, CheckFailed):
+            return previous(kind, value, tb)
+        frames = [f for f in traceback.extract_tb(tb) if not _inside_checks(f.filename)]
+        text = "".join(traceback.format_list(frames))
+        sys.stderr.write(text + "".join(f"{line}\n" for line in value._render_traceback_()))
+    hook.book_checks = True
+    return hook
+
+
+if not getattr(sys.excepthook, "book_checks", False):
+    sys.excepthook = _excepthook(sys.excepthook)
+
+
+# -- Seeded, isolated randomness ----------------------------------------------------------
+
+@contextlib.contextmanager
+def seeded(seed=0):
+    """Seed torch's (CPU), Python's and NumPy's global generators; restore them afterwards."""
+    python_state = random.getstate()
+    numpy = sys.modules.get("numpy")
+    numpy_state = numpy.random.get_state() if numpy is not None else None
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        random.seed(seed)
+        if numpy is not None:
+            numpy.random.seed(seed)
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            if numpy is not None:
+                numpy.random.set_state(numpy_state)
+
+
+def checker(name):
+    """Decorate `check(fn, ...)`: seeded and isolated randomness, one short failure (no chained
+    traceback), a checker-side crash turned into a message, and `passed(name)` on success."""
+    def decorate(check):
+        @functools.wraps(check)
+        def run(fn, *args, **kwargs):
+            __tracebackhide__ = True
+            try:
+                with seeded(0), torch.inference_mode(False), torch.enable_grad():
+                    result = check(fn, *args, **kwargs)
+            except CheckFailed as failure:
+                error = CheckFailed(str(failure))
+            except Exception as crash:  # noqa: BLE001 - a checker must not crash bare
+                error = CheckFailed(
+                    f"checking {name} stopped with {type(crash).__name__}: {crash}\n"
+                    "This usually means your function returned something of an unexpected "
+                    "type, dtype or device. If the result looks right to you, please report "
+                    "this message as a bug of the checker.")
+            else:
+                return result if isinstance(result, Passed) else passed(name)
+            raise error from None
+        return run
+    return decorate
+
+
+# -- Calling the learner's code -----------------------------------------------------------
+
+def _learner_line(error):
+    """Where in the learner's own code `error` was raised: 'line 4 of f: x = y', or ''."""
+    frames = traceback.extract_tb(error.__traceback__)[1:]  # [0] is `call` itself
+    library = (os.path.dirname(torch.__file__), _BOOK, "<frozen")
+    own = [f for f in frames if not f.filename.startswith(library)
+           and "site-packages" not in f.filename]
+    if not own:
+        return ""
+    frame = own[-1]
+    line = (frame.line or "").strip()
+    return f"\n  in {frame.name}, line {frame.lineno}" + (f": {line}" if line else "")
+
+
+_DTYPE_ERRORS = ("same dtype", "expected scalar type", "did not match", "dtype")
+
+
+def call(fn, *args, name="your function", case="", hint_on_error=None, **kwargs):
+    """Call the learner's `fn`; turn a missing function, the stub, or a crash into a clear
+    message that names the input and the learner's line. `hint_on_error(error)` may return a
+    hint for a crash."""
+    __tracebackhide__ = True
     if fn is None:
         fail(f"{name} is None: pass the function itself, e.g. check(my_function), not its result.")
     if not callable(fn):
@@ -34,38 +165,204 @@ def call(fn, *args, name="your function", case="", **kwargs):
     try:
         return fn(*args, **kwargs)
     except NotImplementedError:
-        fail(f"{name} is not implemented yet: replace the `raise NotImplementedError(...)` line with your code.")
+        failure = (f"{name} is not implemented yet: replace the `raise NotImplementedError(...)` "
+                   "line with your code.", None)
     except CheckFailed:
         raise
-    except Exception as error:  # the learner's code crashed: say on what
-        raise CheckFailed(f"{name} raised {type(error).__name__}: {error}\n  on {case or 'the test input'}") from error
+    except Exception as error:  # the learner's code crashed: say on what, and where
+        hint = hint_on_error(error) if hint_on_error is not None else None
+        if hint is None and any(words in str(error) for words in _DTYPE_ERRORS):
+            hint = ("tensors of two dtypes met: keep the input's dtype throughout (constants "
+                    "made with torch.tensor(...) or .float() are float32).")
+        failure = (f"{name} raised {type(error).__name__}: {error}\n  on {case or 'the test input'}"
+                   f"{_learner_line(error)}", hint)
+    fail(*failure)
 
 
-def expect_tensor(value, shape=None, dtype=None, what="the output", case=""):
-    """`value` must be a finite tensor of the given shape and dtype."""
-    on = f" on {case}" if case else ""
+@contextlib.contextmanager
+def forbidden(calls, why):
+    """Within the block, calling any of `calls` ((owner, attribute name) pairs) fails the check
+    with `why` (e.g. 'the exercise asks you not to use torch.softmax')."""
+    saved = []
+    for owner, attribute in calls:
+        own = attribute in vars(owner)
+        saved.append((owner, attribute, own, vars(owner).get(attribute)))
+
+        owner_name = owner.__name__ if isinstance(owner, type(contextlib)) else \
+            f"{owner.__module__}.{owner.__name__}"
+
+        def refuse(*args, _name=f"{owner_name}.{attribute}", **kwargs):
+            __tracebackhide__ = True
+            fail(f"your function calls {_name}: {why}")
+        setattr(owner, attribute, refuse)
+    try:
+        yield
+    finally:
+        for owner, attribute, own, value in reversed(saved):
+            if own:
+                setattr(owner, attribute, value)
+            else:
+                delattr(owner, attribute)
+
+
+# -- Looking at the result ----------------------------------------------------------------
+
+def _a(word):
+    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
+
+
+def _on(case):
+    return f" on {case}" if case else ""
+
+
+def expect_tensor(value, shape=None, dtype=None, what="the output", case="", hint=None,
+                  nan_hint=None):
+    """`value` must be a NaN-free tensor of the given shape and dtype (`hint` for a wrong
+    type or shape, `nan_hint` for NaN)."""
+    __tracebackhide__ = True
+    on = _on(case)
     if value is None:
         fail(f"{what} is None{on}: did you forget to `return` it?")
     if not isinstance(value, torch.Tensor):
-        fail(f"{what} should be a torch.Tensor{on}, got a {type(value).__name__}.")
+        kind = type(value).__name__
+        fail(f"{what} should be a torch.Tensor{on}, got {_a(kind)}.",
+             "convert with torch.as_tensor, or better, compute with torch from the start "
+             "(a NumPy or Python detour also cuts the gradient)." if kind in
+             ("ndarray", "list", "float", "int") else hint)
     if shape is not None and tuple(value.shape) != tuple(shape):
-        fail(f"{what} has shape {tuple(value.shape)}{on}; expected {tuple(shape)}.")
+        fail(f"{what} has shape {tuple(value.shape)}{on}; expected {tuple(shape)}.", hint)
     if dtype is not None and value.dtype != dtype:
-        fail(f"{what} has dtype {value.dtype}{on}; expected {dtype}.",
-             "keep the input's dtype: avoid creating tensors with a fixed dtype inside your function.")
+        fail(f"{what} has dtype {value.dtype}{on}; expected {dtype}, the dtype of the input.",
+             "keep the input's dtype: if you compute in another dtype, cast the result back "
+             "with .to(input.dtype), and create constants with dtype=input.dtype.")
     if value.is_floating_point() and torch.isnan(value).any():
         rows = torch.isnan(value).nonzero()[:3].tolist()
         fail(f"{what} contains NaN{on} (first positions: {rows}).",
-             "NaN usually comes from exp() overflowing, 0/0, or -inf - -inf; see the hint of this exercise.")
+             nan_hint or "NaN usually comes from exp() overflowing, 0/0, or -inf - (-inf); "
+             "see the hint of this exercise.")
     return value
+
+
+def _index(flat, shape):
+    return tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), tuple(shape))) \
+        if len(shape) else ()
+
+
+def worst(value, expected):
+    """(index, expected value, seen value, largest difference) of the worst entry; NaN first."""
+    a = value.detach().to("cpu", torch.float64)
+    b = expected.detach().to("cpu", torch.float64)
+    diff = (a - b).abs()
+    diff = torch.where(torch.isnan(diff) & ~(torch.isnan(a) & torch.isnan(b)),
+                       torch.full_like(diff, math.inf), diff.nan_to_num(0.0))
+    flat = int(diff.flatten().argmax()) if diff.numel() else 0
+    where = _index(flat, a.shape)
+    return where, b[where].item(), a[where].item(), diff[where].item()
+
+
+def is_close(value, expected, atol=1e-5, rtol=1e-4):
+    """Elementwise closeness computed in float64 (any dtypes); NaN only matches NaN."""
+    a = value.detach().to("cpu", torch.float64)
+    b = expected.detach().to("cpu", torch.float64)
+    return a.shape == b.shape and bool(torch.isclose(a, b, atol=atol, rtol=rtol,
+                                                     equal_nan=True).all())
 
 
 def expect_close(value, expected, what="the output", case="", atol=1e-5, rtol=1e-4, hint=None):
     """`value` must equal `expected` within the tolerance; report the worst entry."""
+    __tracebackhide__ = True
     expect_tensor(value, expected.shape, what=what, case=case)
-    if not torch.allclose(value.to(expected.dtype), expected, atol=atol, rtol=rtol):
-        diff = (value.to(expected.dtype) - expected).abs()
-        where = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
-        fail(f"{what} is wrong on {case}: at index {where} expected {expected[where].item():.4g}, "
-             f"got {value[where].item():.4g} (largest difference {diff.max().item():.3g}).", hint)
+    if not is_close(value, expected, atol, rtol):
+        where, want, got, diff = worst(value, expected)
+        fail(f"{what} is wrong{_on(case)}: at index {where} expected {want:.4g}, "
+             f"got {got:.4g} (largest difference {diff:.3g}).", hint)
     return value
+
+
+# -- Gradients ----------------------------------------------------------------------------
+
+DETACHED_HINT = ("keep every step in PyTorch with autograd on: no torch.no_grad(), .detach(), "
+                 ".data, NumPy or .item()/.tolist() round trips, and no torch.tensor(...) "
+                 "rebuilt from values. Your function is used inside models that are trained, "
+                 "so gradients must flow through it.")
+INPLACE_HINT = ("an in-place operation (exp_(), /=, masked_fill_, x[...] = ...) overwrote a "
+                "tensor that autograd saved for the backward pass: build new tensors instead.")
+
+
+def _as_list(result):
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def cotangents(tensors, seed=0):
+    """Seeded weights in [-1, 1] for a scalar loss sum(output * weight)."""
+    g = torch.Generator().manual_seed(seed)
+    return [2 * torch.rand(t.shape, generator=g, dtype=torch.float64) - 1 for t in tensors]
+
+
+def expect_gradients(fn, reference, inputs, *, name, case, extra=(), params=(),
+                     reference_dtype=torch.float64, outputs=None, atol=1e-4, rtol=1e-3,
+                     nan_hint=None, wrong_hint=None, describe=None):
+    """Backpropagate a seeded loss through `fn(*inputs, *extra)` and compare the gradients
+    with those of `reference(*inputs, *extra)`.
+
+    inputs: [(label, tensor)], the differentiable arguments (leaves are made here);
+    params: [(label, parameter)] of a module both functions use (gradients compared too);
+    outputs: picks the differentiable tensors from a result (default: the tensor, or every
+    tensor of a tuple); reference_dtype: the reference runs in float64 unless None;
+    describe(label, index) -> words for an entry (e.g. 'a row with no valid key').
+    """
+    __tracebackhide__ = True
+    pick = outputs or _as_list
+    ref_leaves = [t.detach().clone().to(reference_dtype or t.dtype).requires_grad_(True)
+                  for _, t in inputs]
+    ref_out = pick(reference(*ref_leaves, *extra))
+    weights = cotangents(ref_out)
+    ref_loss = sum((o.double() * w).sum() for o, w in zip(ref_out, weights))
+    wrt = ref_leaves + [p for _, p in params]
+    ref_grads = torch.autograd.grad(ref_loss, wrt, allow_unused=True)
+
+    leaves = [t.detach().clone().requires_grad_(True) for _, t in inputs]
+    result = call(fn, *leaves, *extra, name=name, case=case)
+    out = pick(result) if isinstance(result, (tuple, list)) or outputs else [result]
+    if len(out) != len(ref_out):
+        fail(f"{name} returned {len(out)} tensor(s) on {case}; expected {len(ref_out)}.")
+    for o, r in zip(out, ref_out):
+        expect_tensor(o, r.shape, what=f"the output of {name}", case=case)
+    if not any(o.requires_grad for o in out):
+        fail(f"no gradient can flow back through {name} on {case}: its output has "
+             "requires_grad=False although the inputs require grad.", DETACHED_HINT)
+    loss = sum((o.double() * w).sum() for o, w in zip(out, weights) if o.requires_grad)
+    try:
+        grads = torch.autograd.grad(loss, leaves + [p for _, p in params], allow_unused=True)
+    except RuntimeError as error:
+        fail(f"backward() through {name} failed on {case}: {error}", INPLACE_HINT)
+    labels = [label for label, _ in inputs] + [label for label, _ in params]
+    for label, grad, ref in zip(labels, grads, ref_grads):
+        ref = torch.zeros(()) if ref is None else ref
+        if grad is None:
+            if (ref != 0).any():
+                fail(f"no gradient reaches {label} through {name} on {case}, while the "
+                     "reference's gradient there is not zero.", DETACHED_HINT)
+            continue
+        bad = ~torch.isfinite(grad)
+        if bad.any():
+            where = tuple(int(i) for i in bad.nonzero()[0])
+            about = describe(label, where) if describe else ""
+            about = f" ({about})" if about else ""
+            fail(f"the gradient with respect to {label} contains NaN or inf on {case}: "
+                 f"{int(bad.sum())} entries, the first at index {where}{about}, where the "
+                 f"right gradient is {ref.broadcast_to(grad.shape)[where].item():.4g}. The "
+                 "forward values are fine; the backward pass is not.",
+                 nan_hint or "a NaN hidden in the forward pass (0/0 or -inf - (-inf), later "
+                 "replaced with nan_to_num or torch.where) still flows through the backward: "
+                 "avoid creating it at all.")
+        if not is_close(grad, ref.broadcast_to(grad.shape), atol, rtol):
+            where, want, got, diff = worst(grad, ref.broadcast_to(grad.shape))
+            about = describe(label, where) if describe else ""
+            about = f" ({about})" if about else ""
+            fail(f"the gradient with respect to {label} is wrong on {case}: at index "
+                 f"{where}{about} expected {want:.4g}, got {got:.4g} (largest difference "
+                 f"{diff:.3g}). The forward values are right, so part of the computation is "
+                 "hidden from autograd or computed differently in the backward.",
+                 wrong_hint or DETACHED_HINT)
+    return result

@@ -4,56 +4,144 @@ import math
 import torch
 
 from ..cost import peak_memory
-from ._core import call, expect_close, expect_tensor, fail
+from ._core import call, checker, expect_close, expect_gradients, expect_tensor, fail, \
+    is_close
 
 HINT = ("each chunk of queries gives softmax(Q_chunk K^T / sqrt(d)) V, with d = Q.shape[-1], "
         "the softmax over the keys (the last axis); concatenate the chunks along the queries.")
 
 
 def _attention(Q, K, V, scale=True, dim=-1):
+    """In float64: the reference and its common mistakes."""
+    Q, K, V = Q.double(), K.double(), V.double()
     scores = Q @ K.transpose(-2, -1)                     # (batch, queries, keys)
-    if scale:
+    if scale is True:
         scores = scores / math.sqrt(Q.shape[-1])
+    elif scale:
+        scores = scores / scale
     return torch.softmax(scores, dim=dim) @ V            # (batch, queries, value_dim)
 
 
+def _diagnose(out, ref, Q, K, V, chunk, case, tol):
+    d = Q.shape[-1]
+    for size, what in ((V.shape[-1], "the value size V.shape[-1]"),
+                       (chunk, "the chunk size"), (K.shape[1], "the number of keys"),
+                       (Q.shape[1], "the number of queries")):
+        if size != d and is_close(out, _attention(Q, K, V, scale=math.sqrt(size)), **tol):
+            fail(f"the output is wrong on {case}: the scores are divided by the square root "
+                 f"of {what}, {size}.", "d is the size of the queries and keys, "
+                                        "Q.shape[-1].")
+    if is_close(out, _attention(Q, K, V, scale=float(d)), **tol):
+        fail(f"the output is wrong on {case}: the scores are divided by d, not sqrt(d).")
+    by_keys = sum(_attention(Q, K[:, j:j + chunk], V[:, j:j + chunk])
+                  for j in range(0, K.shape[1], chunk))
+    if is_close(out, by_keys, **tol):
+        fail(f"the output is wrong on {case}: the keys are cut into chunks, each with its own "
+             "softmax, and the pieces added up.",
+             "a query's softmax must see all of its keys: cut the queries into chunks, "
+             "Q[:, i:i + chunk_size], and use all of K and V for each.")
+    if Q.shape[0] > 1 and bool((out == out[:1]).all()) and not bool((ref == ref[:1]).all()):
+        fail(f"the output is wrong on {case}: every example of the batch gets the output of "
+             "example 0.", "keep the batch axis: Q[:, i:i + chunk_size], not Q[0].")
+
+
+def _spied(fn, X, chunk):
+    """Run fn(X, X, X, chunk), failing if it hands more than `chunk` queries at once to
+    torch's fused attention (which needs little memory, but is not chunking)."""
+    fused = torch.nn.functional.scaled_dot_product_attention
+
+    def spy(query, *args, **kwargs):
+        __tracebackhide__ = True
+        if query.shape[-2] > chunk:
+            fail(f"chunked_attention hands {query.shape[-2]} queries at once to "
+                 f"scaled_dot_product_attention (chunk_size={chunk}): the exercise asks for "
+                 "chunk_size queries at a time.",
+                 "loop over Q[:, i:i + chunk_size]; torch's fused kernel may do each chunk.")
+        return fused(query, *args, **kwargs)
+    torch.nn.functional.scaled_dot_product_attention = spy
+    try:
+        return fn(X, X, X, chunk)
+    finally:
+        torch.nn.functional.scaled_dot_product_attention = fused
+
+
+def _chunks_hint(error):
+    if "must match the size" in str(error) or "invalid for input" in str(error):
+        return ("the last chunk may be shorter: Q[:, i:i + chunk_size] simply ends at "
+                "num_queries, so do not reshape Q into equal chunks.")
+    return None
+
+
+@checker("chunked_attention")
 def check_chunked_attention(fn):
-    """Check `fn(Q, K, V, chunk_size)`: equal to full attention, with memory like chunk * n."""
+    """Check `fn(Q, K, V, chunk_size)`: equal to full attention (shorter last chunk, chunk
+    larger than n, 60 queries, large scores), its gradients, and memory like chunk * n."""
     g = torch.Generator().manual_seed(0)
-    cases = [("batch 2, 8 queries, 8 keys, d=4, chunk_size=4", 2, 8, 8, 4, 4),
+    cases = [("batch 2, 8 queries, 8 keys, d=4, chunk_size=4", 2, 8, 8, 4, 4, 2.0),
              ("batch 1, 10 queries, 6 keys, d=3, chunk_size=4 (the last chunk has 2 queries)",
-              1, 10, 6, 3, 4),
-             ("batch 3, 5 queries, 7 keys, d=2, chunk_size=1", 3, 5, 7, 2, 1),
-             ("batch 1, 6 queries, 6 keys, d=4, chunk_size=16 (larger than n)", 1, 6, 6, 4, 16)]
-    for case, batch, n_q, n_k, d, chunk in cases:
-        Q = 2 * torch.randn(batch, n_q, d, generator=g)
-        K = 2 * torch.randn(batch, n_k, d, generator=g)
+              1, 10, 6, 3, 4, 2.0),
+             ("batch 3, 5 queries, 7 keys, d=2, chunk_size=1", 3, 5, 7, 2, 1, 2.0),
+             ("batch 1, 6 queries, 6 keys, d=4, chunk_size=16 (larger than n)",
+              1, 6, 6, 4, 16, 2.0),
+             ("batch 2, 60 queries, 55 keys, d=8, chunk_size=16 (the last chunk has 12)",
+              2, 60, 55, 8, 16, 1.0),
+             ("batch 2, 9 queries, 7 keys, d=4, chunk_size=4, Q and K = 30 * randn (scores up "
+              "to about 1000)", 2, 9, 7, 4, 4, 30.0)]
+    for case, batch, n_q, n_k, d, chunk, scale in cases:
+        Q = scale * torch.randn(batch, n_q, d, generator=g)
+        K = scale * torch.randn(batch, n_k, d, generator=g)
         V = torch.randn(batch, n_k, 5, generator=g)
-        out = call(fn, Q, K, V, chunk, name="chunked_attention", case=case)
+        given = [Q.clone(), K.clone(), V.clone()]
+        out = call(fn, *given, chunk, name="chunked_attention", case=case,
+                   hint_on_error=_chunks_hint)
         if isinstance(out, (list, tuple)):
+            if any(isinstance(o, torch.Tensor) and tuple(o.shape) == (batch, n_q, 5)
+                   for o in out):
+                fail(f"chunked_attention returned a {type(out).__name__} of {len(out)} on "
+                     f"{case}; return only the output tensor.")
             fail(f"chunked_attention returned a {type(out).__name__} of chunks on {case}; "
-                 "return one tensor.", "torch.cat(chunks, dim=1) joins them along the queries.")
+                 "return one tensor.", "torch.cat(chunks, dim=1) joins them along the "
+                                       "queries.")
         if isinstance(out, torch.Tensor) and out.dim() == 3 and out.shape[1] < n_q:
             fail(f"the output has {out.shape[1]} queries on {case}; expected all {n_q}: "
                  "the last, shorter chunk is missing.",
                  "range(0, num_queries, chunk_size) starts a chunk at every multiple of "
                  "chunk_size, and Q[:, i:i + chunk_size] is simply shorter at the end.")
-        expect_tensor(out, (batch, n_q, 5), Q.dtype, what="the output", case=case)
-        if torch.allclose(out, _attention(Q, K, V, scale=False), atol=1e-5):
+        expect_tensor(out, (batch, n_q, 5), what="the output", case=case,
+                      nan_hint="exp() overflows for large scores: use torch.softmax, or "
+                               "subtract each row's maximum before exp.")
+        expect_tensor(out, dtype=Q.dtype, what="the output", case=case)
+        for name, before, after in zip("QKV", (Q, K, V), given):
+            if not torch.equal(before, after):
+                fail(f"chunked_attention changed its argument {name} in place on {case}.")
+        if is_close(out, _attention(Q, K, V, scale=False), atol=1e-5, rtol=1e-4):
             fail(f"the output equals softmax(Q K^T) V without the scale on {case}.",
                  "divide the scores by sqrt(d), d = Q.shape[-1] (chapter 3 says why).")
-        if n_q > 1 and torch.allclose(out, _attention(Q, K, V, dim=-2)[:, :n_q], atol=1e-5):
+        if n_q > 1 and is_close(out, _attention(Q, K, V, dim=-2)[:, :n_q], atol=1e-5,
+                                rtol=1e-4):
             fail(f"the softmax runs over the queries, not the keys, on {case}.",
                  "softmax(scores, dim=-1): each query's weights over the keys sum to 1.")
-        expect_close(out, _attention(Q, K, V), what="the output", case=case, hint=HINT)
+        if out.shape[1] == n_q and (out[:, -1] == 0).all() and n_q % chunk:
+            fail(f"the last queries' outputs are all zeros on {case}: the last, shorter chunk "
+                 "was not computed.",
+                 "Q[:, i:i + chunk_size] is simply shorter at the end; compute it too.")
+        tol = dict(atol=1e-3 if scale > 10 else 1e-5, rtol=1e-4)
+        ref = _attention(Q, K, V)
+        if not is_close(out, ref, **tol):
+            _diagnose(out, ref, Q, K, V, chunk, case, tol)
+        expect_close(out, ref, what="the output", case=case, hint=HINT, **tol)
+    Q, K, V = (torch.randn(2, 7, 4, generator=g), torch.randn(2, 6, 4, generator=g),
+               torch.randn(2, 6, 3, generator=g))
+    expect_gradients(lambda q, k, v: fn(q, k, v, 3), _attention,
+                     [("Q", Q), ("K", K), ("V", V)], name="chunked_attention",
+                     case="batch 2, 7 queries, 6 keys, d=4, chunk_size=3 (gradients)")
     n, chunk = 1024, 64
     X = torch.randn(1, n, 16, generator=g)
     full = n * n * 4  # bytes of one float32 (n, n) score matrix
-    peak = peak_memory(lambda: fn(X, X, X, chunk))
+    peak = peak_memory(lambda: _spied(fn, X, chunk))
     if peak > full / 2:
         fail(f"on batch 1, {n} queries and keys, chunk_size={chunk}, the peak memory was "
              f"{peak / 2**20:.1f} MiB, while the whole {n} x {n} score matrix takes "
              f"{full / 2**20:.0f} MiB: your function builds (nearly) all of it.",
              "compute the scores of one chunk only, Q[:, i:i + chunk_size] @ K^T, inside the "
              "loop, and keep only that chunk's (chunk_size, value_dim) result.")
-    return "chunked_attention: all checks passed."

@@ -1,72 +1,242 @@
 """Checkers for chapter 1's exercises: a stable softmax and top-k attention pooling."""
 import torch
 
-from ._core import call, expect_close, expect_tensor, fail, passed
+from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
+                    forbidden, is_close)
+
+# -- Exercise 1.1: softmax ------------------------------------------------------------------
+
+_SOFTMAXES = [(torch, "softmax"), (torch, "log_softmax"), (torch.Tensor, "softmax"),
+              (torch.Tensor, "log_softmax"), (torch.special, "softmax"),
+              (torch.special, "log_softmax")]  # F.softmax and nn.Softmax go through Tensor's
 
 
 def _softmax_cases():
     g = torch.Generator().manual_seed(1)
+    mixed = 1000 * torch.randn(3, 4, generator=g)
+    dominated = torch.randn(4, 7, generator=g)
+    dominated[torch.arange(4), torch.tensor([0, 3, 6, 2])] += 80.0   # one score dominates
     return [
         ("a (2, 5) matrix of small scores", torch.randn(2, 5, generator=g)),
-        ("a (3, 4) matrix of large scores (values near +-1000)", 1000 * torch.randn(3, 4, generator=g)),
+        ("a (3, 4) matrix of large scores (values near +-1000)", mixed),
+        ("a (4, 7) matrix in which one score per row is about 80 above the others",
+         dominated),
+        ("a (3, 4) matrix whose rows lie near -1000, -10 and +1000",
+         torch.randn(3, 4, generator=g) + torch.tensor([[-1000.0], [-10.0], [1000.0]])),
         ("a (2, 3, 4) batch (softmax over the last axis)", torch.randn(2, 3, 4, generator=g)),
+        ("a vector of 6 scores (1-D input)", torch.randn(6, generator=g)),
         ("a (1, 3) row of equal scores", torch.full((1, 3), 7.0)),
+        ("a (2, 1, 3) tensor with a size-1 axis", torch.randn(2, 1, 3, generator=g)),
+        ("a (3, 1) matrix (one key per row)", torch.randn(3, 1, generator=g)),
+        ("a (3, 5) float16 matrix with scores up to about 30",
+         (10 * torch.randn(3, 5, generator=g)).half()),
+        ("a (2, 4) float64 matrix of large scores", 500 * torch.randn(2, 4, generator=g,
+                                                                       dtype=torch.float64)),
     ]
 
 
+def _no_keepdim_hint(error):
+    if "must match the size" in str(error):
+        return ("sum over dim=-1 with keepdim=True, so that the (..., 1) sums broadcast "
+                "against the (..., n) exponentials.")
+    return None
+
+
+@checker("softmax")
 def check_softmax(fn):
-    """Check `fn(scores)`: softmax over the last axis, finite for large scores, input untouched."""
+    """Check `fn(scores)`: softmax over the last axis, finite for large scores, input untouched,
+    input dtype kept, torch.softmax not called, and gradients equal to torch.softmax's."""
+    why = "the exercise asks you to write the softmax yourself (exp, sum, division)."
     for case, scores in _softmax_cases():
         before = scores.clone()
-        out = call(fn, scores, name="softmax", case=case)
-        expect_tensor(out, scores.shape, scores.dtype, what="softmax(scores)", case=case)
+        with forbidden(_SOFTMAXES, why):
+            out = call(fn, scores, name="softmax", case=case, hint_on_error=_no_keepdim_hint)
+        if isinstance(out, tuple):
+            fail(f"softmax returned a tuple of {len(out)} on {case}; return only the weights.")
+        expect_tensor(out, scores.shape, what="softmax(scores)", case=case,
+                      hint="return a tensor of the input's shape: the softmax runs over the "
+                           "last axis and keeps every axis (no .squeeze(), no flattening).",
+                      nan_hint="exp() overflows for large scores (exp(89) is inf in float32, "
+                           "exp(12) in float16): subtract each row's maximum first.")
         if not torch.equal(scores, before):
             fail(f"softmax changed its input in place on {case}.",
                  "use `scores - max` (a new tensor), not `scores -= max` or `.sub_()`.")
-        sums = out.sum(dim=-1)
-        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
+        expect_tensor(out, dtype=scores.dtype, what="softmax(scores)", case=case)
+        # Rounding: shifting by the max is exact, exp(x - logsumexp(x)) (also right) is off by
+        # about eps * |x|, so the tolerance grows with the dtype's eps and the scores' size.
+        eps = torch.finfo(scores.dtype).eps
+        tol = dict(atol=max(1e-5, 8 * eps * scores.abs().max().item(), 4 * eps), rtol=1e-4)
+        sums = out.double().sum(dim=-1)
+        if not is_close(sums, torch.ones_like(sums), atol=tol["atol"], rtol=0):
+            hint = "divide by the sum over dim=-1 (keepdim=True), not by the max and not " \
+                   "over another axis."
+            if (sums == 0).any() or (sums < 0.5).any():
+                hint = ("a row came out (nearly) all zeros: exp() of every score underflowed. "
+                        "Subtract each row's own maximum (amax over dim=-1, keepdim=True), "
+                        "not one maximum for the whole tensor.")
             fail(f"the rows of softmax(scores) must sum to 1 over the last axis on {case}; "
-                 f"they sum to {sums.flatten()[:4].tolist()}.",
-                 "divide by the sum over dim=-1 (keepdim=True), not by the max and not over another axis.")
-        expect_close(out, torch.softmax(scores, dim=-1), what="softmax(scores)", case=case,
-                     hint="softmax(x)_i = exp(x_i - max_j x_j) / sum_k exp(x_k - max_j x_j), over the last axis.")
-    return passed("softmax")
+                 f"they sum to {[round(s, 4) for s in sums.flatten()[:4].tolist()]}.", hint)
+        expected = torch.softmax(scores.double(), dim=-1)
+        expect_close(out, expected, what="softmax(scores)", case=case, **tol,
+                     hint="softmax(x)_i = exp(x_i - max_j x_j) / sum_k exp(x_k - max_j x_j), "
+                          "over the last axis; shifting by the row's maximum must not change "
+                          "the result (clamping or subtracting a mean does).")
+    g = torch.Generator().manual_seed(11)
+    for case, scores in [("a (3, 6) matrix of scores", 3 * torch.randn(3, 6, generator=g)),
+                         ("a (2, 3, 4) batch", torch.randn(2, 3, 4, generator=g)),
+                         ("a (2, 4) matrix of scores near +-1000 with a dominating one",
+                          torch.tensor([[1000.0, 999.0, 998.5, -1000.0],
+                                        [-1000.0, -999.0, -1001.0, -1002.5]]))]:
+        def learner(s):
+            with forbidden(_SOFTMAXES, why):
+                return fn(s)
+        expect_gradients(learner, lambda s: torch.softmax(s, dim=-1), [("scores", scores)],
+                         name="softmax", case=case)
 
+
+# -- Exercise 1.2: top-k attention pooling ------------------------------------------------------
 
 def _topk_reference(queries, keys, values, score, k):
-    scores = score(queries, keys)
+    """In float64 from the scores the learner's code also gets (score(queries, keys))."""
+    scores = score(queries, keys).double()
     kth = scores.topk(k, dim=-1).values[:, -1:]
     weights = torch.softmax(scores.masked_fill(scores < kth, float("-inf")), dim=-1)
-    return weights @ values, weights
+    return weights @ values.double(), weights
 
 
-def check_topk_attention_pool(fn):
-    """Check `fn(queries, keys, values, score, k)` -> (outputs, weights) for top-k attention pooling."""
+def _dot(queries, keys):
+    return queries @ keys.T
+
+
+def _bilinear(matrix):
+    """An asymmetric score q^T M k: score(k, q) is not score(q, k).T."""
+    def score(queries, keys):
+        return queries @ matrix.to(queries.dtype) @ keys.T
+    return score
+
+
+def _shifted(queries, keys):
+    return queries @ keys.T + 400.0
+
+
+def _gaussian(queries, keys):
+    return -0.5 * ((queries[:, None, :] - keys[None, :, :]) ** 2).sum(-1)
+
+
+def _topk_cases():
     g = torch.Generator().manual_seed(2)
-    dot = lambda q, k: q @ k.T  # noqa: E731
-    cases = [("4 queries, 6 keys, k=2", 4, 6, 3, 2), ("1 query, 5 keys, k=1", 1, 5, 2, 1),
-             ("3 queries, 7 keys, k=7 (all keys)", 3, 7, 4, 7), ("2 queries, 8 keys, k=3", 2, 8, 5, 3)]
-    for case, n_q, n_k, d_v, k in cases:
-        queries, keys = torch.randn(n_q, 4, generator=g), torch.randn(n_k, 4, generator=g)
-        values = torch.randn(n_k, d_v, generator=g)
-        result = call(fn, queries, keys, values, dot, k, name="topk_attention_pool", case=case)
-        if not isinstance(result, tuple) or len(result) != 2:
-            fail(f"topk_attention_pool should return a pair (outputs, weights), got {type(result).__name__} on {case}.")
+
+    def qkv(n_q, n_k, d, d_v, scale=1.0, dtype=torch.float32):
+        return [(scale * torch.randn(n, dd, generator=g)).to(dtype)
+                for n, dd in ((n_q, d), (n_k, d), (n_k, d_v))]
+
+    M = torch.randn(4, 4, generator=g)
+    far = qkv(3, 6, 2, 3)    # keys in a small cluster, queries about 170 away: scores near
+    far[1] = 0.01 * far[1]   # -1.4e4 that differ by a few units (no weight underflows)
+    far[0] = 0.01 * far[0] + 120.0
+    return [
+        ("4 queries, 6 keys, k=2, dot score", *qkv(4, 6, 3, 3), _dot, 2),
+        ("1 query, 5 keys, k=1, dot score", *qkv(1, 5, 2, 2), _dot, 1),
+        ("3 queries, 7 keys, k=7 (all keys), dot score", *qkv(3, 7, 4, 4), _dot, 7),
+        ("4 queries, 5 keys, k=2, asymmetric score q^T M k", *qkv(4, 5, 4, 3), _bilinear(M), 2),
+        ("3 queries, 6 keys, k=2, Gaussian score of queries far from every key (scores near "
+         "-1.4e4)", *far, _gaussian, 2),
+        ("2 queries, 8 keys, k=3, score = dot score + 400 (large scores)",
+         *qkv(2, 8, 4, 3), _shifted, 3),
+        ("5 queries, 60 keys, k=10, dot score", *qkv(5, 60, 6, 2), _dot, 10),
+        ("3 queries, 6 keys, k=2, dot score in float16", *qkv(3, 6, 4, 3, dtype=torch.half),
+         _dot, 2),
+    ]
+
+
+def _fill_hint(error):
+    if "same dtype" in str(error) or "dtype" in str(error) and "match" in str(error):
+        return ("a tensor of another dtype entered the computation (e.g. 1e4 * mask or "
+                "torch.tensor(...) is float32): keep everything in the scores' dtype.")
+    if "overflow" in str(error) or "Half" in str(error):
+        return ("in float16 the fill value must fit (float16 ends near -65504): use "
+                "float('-inf'), which every dtype has, or torch.finfo(scores.dtype).min.")
+    return None
+
+
+@checker("topk_attention_pool")
+def check_topk_attention_pool(fn):
+    """Check `fn(queries, keys, values, score, k)` -> (outputs, weights) for top-k attention
+    pooling, on asymmetric scores, large and far-off scores, 60 keys, float16, and gradients."""
+    for case, queries, keys, values, score, k in _topk_cases():
+        n_q, n_k, d_v = queries.shape[0], keys.shape[0], values.shape[1]
+        result = call(fn, queries, keys, values, score, k, name="topk_attention_pool",
+                      case=case, hint_on_error=_fill_hint)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            fail(f"topk_attention_pool should return a tuple (outputs, weights), got "
+                 f"{type(result).__name__} on {case}.")
         outputs, weights = result
-        expect_tensor(weights, (n_q, n_k), what="weights", case=case)
-        expect_tensor(outputs, (n_q, d_v), what="outputs", case=case)
-        sums = weights.sum(dim=-1)
-        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
-            fail(f"each query's weights must sum to 1 on {case}; they sum to {sums.tolist()}.",
-                 "mask the scores before the softmax (fill with -inf), rather than zeroing weights after it.")
-        nonzero = (weights > 0).sum(dim=-1)
-        if not torch.equal(nonzero, torch.full_like(nonzero, k)):
+        if isinstance(outputs, torch.Tensor) and isinstance(weights, torch.Tensor) \
+                and d_v != n_k and tuple(outputs.shape) == (n_q, n_k) \
+                and tuple(weights.shape) == (n_q, d_v):
+            fail(f"the pair looks swapped on {case}: the first tensor has the weights' shape "
+                 f"({n_q}, {n_k}) and the second the outputs' ({n_q}, {d_v}).",
+                 "return (outputs, weights), in this order.")
+        overflow = ("exp() overflows for large scores, or underflows to 0/0 when every score "
+                    "is very negative: use torch.softmax, or subtract each row's maximum "
+                    "before exp.")
+        expect_tensor(weights, (n_q, n_k), what="weights", case=case, nan_hint=overflow)
+        expect_tensor(outputs, (n_q, d_v), what="outputs", case=case, nan_hint=overflow)
+        expect_tensor(weights, dtype=queries.dtype, what="weights", case=case)
+        expect_tensor(outputs, dtype=queries.dtype, what="outputs", case=case)
+        ref_out, ref_weights = _topk_reference(queries, keys, values, score, k)
+        tol = dict(atol=2e-3, rtol=2e-3) if queries.dtype == torch.half else \
+            dict(atol=1e-5, rtol=1e-4)
+        sums = weights.double().sum(dim=-1)
+        if not is_close(sums, torch.ones_like(sums), atol=tol["atol"], rtol=0):
+            hint = ("mask the scores before the softmax (fill with -inf), rather than zeroing "
+                    "weights after it: zeroing leaves rows that sum to less than 1.")
+            if (sums > 1 + tol["atol"]).any():
+                hint = ("some rows hold weights that belong to other queries: row i must be "
+                        "built from scores[i] alone. weights[:, idx] = ... writes into every "
+                        "row; mask each row's own scores (masked_fill) or scatter along "
+                        "dim=-1 instead.")
+            fail(f"each query's weights must sum to 1 on {case}; they sum to "
+                 f"{[round(s, 4) for s in sums.tolist()]}.", hint)
+        kept = (weights != 0).sum(dim=-1)
+        if not torch.equal(kept, (ref_weights != 0).sum(dim=-1)):
             fail(f"each query should give weight to exactly k={k} keys on {case}; "
-                 f"the number of keys with weight > 0 per query is {nonzero.tolist()}.",
-                 "keep the k largest scores of each row (topk over the keys axis, dim=-1).")
-        ref_out, ref_weights = _topk_reference(queries, keys, values, dot, k)
-        expect_close(weights, ref_weights, what="weights", case=case,
-                     hint="the kept keys must be the k with the highest scores for that query.")
-        expect_close(outputs, ref_out, what="outputs", case=case,
+                 f"the number of keys with weight != 0 per query is {kept.tolist()}.",
+                 "keep the k largest scores of each row (topk over the keys axis, dim=-1), "
+                 "and give the others weight exactly 0 (fill their scores with -inf; a "
+                 "finite fill such as -1e4 still leaves them weight when scores are large).")
+        if not is_close(weights, ref_weights, **tol):
+            alternatives = [
+                (lambda q, kk: score(kk, q).T,
+                 "your weights are those of score(keys, queries).T: call score(queries, "
+                 "keys), in this order. A score need not be symmetric (this one is q^T M k)."),
+                (lambda q, kk: score(q, kk).abs(),
+                 "your weights rank the keys by |score|: keep the k highest scores (most "
+                 "positive), not the largest in magnitude."),
+                (lambda q, kk: -score(q, kk),
+                 "your weights keep the k lowest scores: use topk(k, dim=-1) (largest=True)."),
+            ]
+            for alt_score, why in alternatives:
+                try:
+                    _, alt = _topk_reference(queries, keys, values, alt_score, k)
+                except RuntimeError:
+                    continue
+                same = (alt != 0) == (weights != 0)
+                if alt.shape == weights.shape and bool(same.all()) \
+                        and not bool(((alt != 0) == (ref_weights != 0)).all()):
+                    fail(f"the weights are wrong on {case}: {why}")
+            expect_close(weights, ref_weights, what="weights", case=case, **tol,
+                         hint="the kept keys must be the k with the highest scores for that "
+                              "query, and their weights the softmax of those k scores.")
+        expect_close(outputs, ref_out, what="outputs", case=case, **tol,
                      hint="the output is weights @ values (the values, not the keys).")
-    return passed("topk_attention_pool")
+    g = torch.Generator().manual_seed(12)
+    score = _bilinear(torch.randn(4, 4, generator=g))
+    q, kk, v = torch.randn(3, 4, generator=g), torch.randn(7, 4, generator=g), \
+        torch.randn(7, 2, generator=g)
+    expect_gradients(lambda a, b, c: fn(a, b, c, score, 3),
+                     lambda a, b, c: _topk_reference(a, b, c, score, 3),
+                     [("queries", q), ("keys", kk), ("values", v)],
+                     name="topk_attention_pool",
+                     case="3 queries, 7 keys, k=3, asymmetric score (gradients of outputs "
+                          "and weights)")

@@ -1,15 +1,17 @@
 """Checkers for chapter 2's exercises: Epanechnikov-kernel attention pooling."""
 import torch
 
-from ._core import call, expect_close, expect_tensor, fail
+from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
+                    is_close)
 
 
 def _epanechnikov_reference(queries, keys, values, width):
-    u = (queries.reshape(-1, 1) - keys.reshape(1, -1)) / width        # (n_q, n_k)
+    """In float64; clamp_min keeps both the forward and the gradients free of 0/0."""
+    u = (queries.reshape(-1, 1).double() - keys.reshape(1, -1).double()) / width  # (n_q, n_k)
     K = (1 - u ** 2).clamp_min(0)                                     # 3/4 cancels
     total = K.sum(dim=-1, keepdim=True)
-    weights = torch.where(total > 0, K / total.clamp_min(1e-30), torch.zeros_like(K))
-    return weights @ values, weights
+    weights = K / total.clamp_min(torch.finfo(K.dtype).tiny)
+    return weights @ values.double(), weights
 
 
 def _epanechnikov_cases():
@@ -17,59 +19,151 @@ def _epanechnikov_cases():
     keys = torch.sort(torch.rand(8, generator=g) * 4).values
     values = torch.randn(8, generator=g)
     queries = torch.tensor([0.3, 1.1, 2.0, 2.7, 3.6])
+    order = torch.randperm(12, generator=g)
+    shuffled_keys, shuffled_values = torch.rand(12, generator=g) * 5, torch.randn(12, generator=g)
+    many_keys, many_values = torch.rand(60, generator=g) * 6, torch.randn(60, generator=g)
     return [
         ("5 queries, 8 keys in [0, 4), width 1", queries, keys, values, 1.0),
         ("the same inputs, width 0.7", queries, keys, values, 0.7),
         ("3 queries, 8 keys, width 2.5 (wide windows)", queries[:3], keys, values, 2.5),
         ("queries 1.0 and 10.0 with keys 0, 0.5, ..., 3.5, width 1 (no key near 10)",
          torch.tensor([1.0, 10.0]), torch.arange(0, 4, 0.5), torch.arange(8.0) - 3, 1.0),
+        ("6 unsorted queries, 12 keys in random order in [0, 5), width 0.8",
+         torch.tensor([4.1, 0.2, 2.5, 3.3, 1.4, 5.6]), shuffled_keys[order],
+         shuffled_values[order], 0.8),
+        ("7 queries, 60 keys in random order in [0, 6), width 0.5",
+         torch.tensor([0.1, 5.9, 3.0, 1.7, 4.4, 2.2, 0.9]), many_keys, many_values, 0.5),
+        ("float64: 4 queries, 10 keys in random order, width 0.9",
+         torch.tensor([-0.5, 1.0, 2.2, 3.1], dtype=torch.float64),
+         torch.rand(10, generator=g, dtype=torch.float64) * 3,
+         torch.randn(10, generator=g, dtype=torch.float64), 0.9),
+        ("float64: query 1.49999925 with keys 0 and 5, width 1.5 (the only key in the window "
+         "sits at u = 0.9999995, where K(u) is about 7.5e-7)",
+         torch.tensor([1.49999925], dtype=torch.float64),
+         torch.tensor([0.0, 5.0], dtype=torch.float64),
+         torch.tensor([2.0, -1.0], dtype=torch.float64), 1.5),
     ]
 
 
+def _describe(queries, keys, width, i, j):
+    u = (float(queries[i]) - float(keys[j])) / width
+    return (f"query {i} ({float(queries[i]):.4g}) and key {j} ({float(keys[j]):.4g}), "
+            f"u = (query - key) / width = {u:.3g}")
+
+
+_EMPTY_HINT = ("a query with no key inside its window has kernel sum 0, and 0/0 is NaN: give "
+               "such a query all-zero weights (divide by total.clamp_min(tiny), or by "
+               "torch.where(total > 0, total, 1)).")
+
+
+@checker("epanechnikov_pool")
 def check_epanechnikov_pool(fn):
-    """Check `fn(queries, keys, values, width)` -> (outputs, weights), Epanechnikov pooling."""
-    previous = None  # the weights of the first case, for the width check of the second
+    """Check `fn(queries, keys, values, width)` -> (outputs, weights), Epanechnikov pooling, on
+    sorted and shuffled keys, 60 keys, float64, a key at the window's edge, and gradients."""
     for case, queries, keys, values, width in _epanechnikov_cases():
-        result = call(fn, queries.clone(), keys.clone(), values.clone(), width,
-                      name="epanechnikov_pool", case=case)
-        if not isinstance(result, tuple) or len(result) != 2:
-            fail(f"epanechnikov_pool should return a pair (outputs, weights), got "
+        given = [queries.clone(), keys.clone(), values.clone()]
+        result = call(fn, *given, width, name="epanechnikov_pool", case=case)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            fail(f"epanechnikov_pool should return a tuple (outputs, weights), got "
                  f"{type(result).__name__} on {case}.")
+        for name, before, after in zip(("queries", "keys", "values"),
+                                       (queries, keys, values), given):
+            if not torch.equal(before, after):
+                fail(f"epanechnikov_pool changed its argument `{name}` in place on {case}.",
+                     "compute new tensors (u = (q - k) / width), never `/=` or `.div_()` on "
+                     "an argument: the caller still needs it.")
         outputs, weights = result
         n_q, n_k = len(queries), len(keys)
-        if isinstance(weights, torch.Tensor) and weights.is_floating_point() \
-                and torch.isnan(weights).any():
-            rows = torch.isnan(weights).any(dim=-1).nonzero().flatten().tolist()
-            fail(f"the weights contain NaN on {case}, for the queries {queries[rows].tolist()}.",
-                 "a query with no key inside its window has kernel sum 0, and 0/0 is NaN: "
-                 "give such a query all-zero weights (guard the division).")
-        expect_tensor(weights, (n_q, n_k), what="weights", case=case)
-        expect_tensor(outputs, (n_q,), what="outputs", case=case)
-        if (weights < 0).any():
-            fail(f"some weights are negative on {case} (smallest {weights.min().item():.3g}).",
-                 "outside the window |u| > 1 the kernel is 0, not 1 - u^2 < 0: clamp it at 0.")
-        if previous is not None and previous.shape == weights.shape \
-                and torch.allclose(weights, previous):
-            fail(f"the weights on {case} are the same as at width 1.",
-                 "divide the distance by the width: u = (query - key) / width.")
-        previous = weights if previous is None else previous
         ref_outputs, ref_weights = _epanechnikov_reference(queries, keys, values, width)
-        sums, ref_sums = weights.sum(dim=-1), ref_weights.sum(dim=-1)
-        has_keys = ref_sums > 0
-        if not torch.allclose(sums[has_keys], torch.ones_like(sums[has_keys]), atol=1e-5):
-            fail(f"each query's weights must sum to 1 on {case}; they sum to "
-                 f"{[round(s, 4) for s in sums.tolist()]}.",
-                 "divide each kernel value by the sum over the keys (dim=-1) of that query.")
-        if (~has_keys).any() and not torch.equal(weights[~has_keys],
-                                                 torch.zeros_like(weights[~has_keys])):
-            fail(f"a query with no key inside its window should get all-zero weights on {case}; "
-                 f"got {weights[~has_keys][0].tolist()}.",
+        empty = ref_weights.sum(dim=-1) == 0
+        if isinstance(weights, torch.Tensor) and weights.is_floating_point() \
+                and tuple(weights.shape) == (n_q, n_k) and torch.isnan(weights).any():
+            rows = torch.isnan(weights).any(dim=-1)
+            fail(f"the weights contain NaN on {case}, for the queries "
+                 f"{queries[rows].tolist()}.",
+                 _EMPTY_HINT if bool(empty[rows].all()) else
+                 "NaN came from a query whose window holds keys: look for 0/0 or inf - inf.")
+        expect_tensor(weights, (n_q, n_k), what="weights", case=case)
+        expect_tensor(weights, dtype=queries.dtype, what="weights", case=case)
+        u = (queries.double()[:, None] - keys.double()[None, :]) / width
+        W = weights.double()
+        uniform = empty & (W - 1 / n_k).abs().le(1e-6).all(dim=-1)
+        if uniform.any():
+            fail(f"a query with no key inside its window should get all-zero weights on {case};"
+                 f" query {queries[uniform][0].item():.4g} got uniform weights 1/{n_k}.",
                  "when the sum of the kernel values is 0, keep the weights 0 (guard the "
                  "division) instead of spreading them over keys that are outside the window.")
+        outside = (u.abs() > 1 + 1e-6) & (weights != 0)
+        if outside.any():
+            i, j = (int(t) for t in outside.nonzero()[0])
+            fail(f"weights[{i}, {j}] is {weights[i, j].item():.3g} on {case}, for "
+                 f"{_describe(queries, keys, width, i, j)}: that key lies outside the window "
+                 "|u| <= 1 and must get weight 0.",
+                 "the kernel must be exactly 0 outside the window: do not add a small constant "
+                 "to K or to the weights (an empty window must give zeros, not uniform "
+                 "weights)." if float(weights[outside].abs().max()) < 1e-6 else
+                 "outside the window |u| > 1 the kernel is 0, not 1 - u^2 < 0: clamp it at 0; "
+                 "and every pair counts, u[i, j] = (queries[i] - keys[j]) / width over all "
+                 "keys in the order given (they are not sorted)."
+                 if bool((weights < 0).any()) else
+                 "the window is |u| <= 1 with u[i, j] = (queries[i] - keys[j]) / width, shape "
+                 "(n_q, n_k); scale the distance by the width before squaring ((d / width)^2, "
+                 "not d^2 / width), and keep the keys in the order given (column j of the "
+                 "weights belongs to keys[j]).")
+        if (weights < 0).any():
+            i, j = (int(t) for t in (weights < 0).nonzero()[0])
+            fail(f"some weights are negative on {case}: weights[{i}, {j}] = "
+                 f"{weights[i, j].item():.3g} for {_describe(queries, keys, width, i, j)}.",
+                 "inside the window the kernel 3/4 (1 - u^2) is positive; outside it is 0.")
+        inside = (u.abs() < 1 - 1e-6) & (weights == 0) & ~empty[:, None]
+        if inside.any():
+            i, j = (int(t) for t in inside.nonzero()[0])
+            fail(f"weights[{i}, {j}] is 0 on {case}, for {_describe(queries, keys, width, i, j)}:"
+                 " that key lies inside the window and must get a weight > 0.",
+                 "every key with |u| < 1 counts, wherever it sits in `keys` (they are not "
+                 "sorted, and there may be many): compute u for all pairs, shape (n_q, n_k).")
+        if empty.any() and not torch.equal(weights[empty], torch.zeros_like(weights[empty])):
+            fail(f"a query with no key inside its window should get all-zero weights on {case}; "
+                 f"query {queries[empty][0].item():.4g} got "
+                 f"{[round(w, 4) for w in weights[empty][0].tolist()]}.",
+                 "when the sum of the kernel values is 0, keep the weights 0 (guard the "
+                 "division) instead of spreading them over keys that are outside the window.")
+        sums = weights.double().sum(dim=-1)
+        if not is_close(sums[~empty], torch.ones_like(sums[~empty]), atol=1e-5, rtol=0):
+            i = int((~is_close_rows(sums, empty)).nonzero()[0])
+            fail(f"each query's weights must sum to 1 on {case}; query {i} "
+                 f"({queries[i].item():.6g}) has weights summing to {sums[i].item():.6g}.",
+                 "divide each kernel value by the sum over the keys (dim=-1) of that query, "
+                 "exactly: adding a small constant to the sum (K / (sum + 1e-6)) is wrong "
+                 "when every K in a window is small, e.g. a key at the window's edge."
+                 if sums[i] < 1 else "divide by the sum over the keys of that query.")
+        expect_tensor(outputs, (n_q,), what="outputs", case=case)
+        expect_tensor(outputs, dtype=queries.dtype, what="outputs", case=case)
         expect_close(weights, ref_weights, what="weights", case=case,
-                     hint="the weight of key i is K(u_i) / sum_j K(u_j) with "
-                          "u = (query - key) / width and K(u) = 3/4 (1 - u^2) for |u| <= 1.")
+                     hint="the weight of key j is K(u_j) / sum_i K(u_i), with u = (query - "
+                          "key) / width, K(u) = 3/4 (1 - u^2) for |u| <= 1, for the pairs "
+                          "(query i, key j) in this order: weights[i, j].")
         expect_close(outputs, ref_outputs, what="outputs", case=case,
-                     hint="the output of a query is the weighted sum of the values, "
-                          "not of the keys.")
-    return "epanechnikov_pool: all checks passed."
+                     hint="the output of a query is the weighted sum of the values, with "
+                          "values[j] belonging to keys[j] (not the keys; not reordered).")
+    g = torch.Generator().manual_seed(21)
+    keys, values = torch.rand(10, generator=g) * 4, torch.randn(10, generator=g)
+    queries = torch.tensor([0.35, 1.9, 3.05, 9.0, 2.45])   # 9.0: an empty window
+    empty_row = "query 3, 9.0, whose window holds no key"
+    expect_gradients(lambda q, k, v: fn(q, k, v, 0.8),
+                     lambda q, k, v: _epanechnikov_reference(q, k, v, 0.8),
+                     [("queries", queries), ("keys", keys), ("values", values)],
+                     name="epanechnikov_pool",
+                     case="5 queries (one with an empty window), 10 keys in random order, "
+                          "width 0.8 (gradients of outputs and weights)",
+                     describe=lambda label, at: empty_row if label == "queries" and at == (3,)
+                     else "",
+                     nan_hint="the forward hides a 0/0 (nan_to_num, or torch.where(total > 0,"
+                              " K / total, 0)), but the backward still divides by the zero "
+                              "total: guard the denominator itself, K / total.clamp_min(tiny) "
+                              "or K / torch.where(total > 0, total, 1).")
+
+
+def is_close_rows(sums, empty):
+    """True for rows that sum to 1 (or are empty)."""
+    return empty | ((sums - 1).abs() <= 1e-5)

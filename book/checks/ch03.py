@@ -3,22 +3,38 @@ import math
 
 import torch
 
-from ._core import CheckFailed, call, expect_close, expect_tensor, fail
+from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
+                    is_close)
 
 
-def _reference_masked_softmax(X, valid_lens, offset=0):
-    """The reference (offset=0); offset=+1 / -1 is a mask one key too wide / too narrow."""
+def _lens_2d(valid_lens, shape):
+    """(batch, queries) lengths from None, (batch,) or (batch, queries) lengths."""
     if valid_lens is None:
-        return torch.softmax(X.float(), dim=-1).to(X.dtype)
+        return torch.full(shape[:2], shape[-1])
     lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+    return lens.expand(shape[:2])
+
+
+def _reference_masked_softmax(X, valid_lens, offset=0, lens=None):
+    """The reference in float64 (offset=+1 / -1: a mask one key too wide / too narrow)."""
+    X = X.double()
+    if valid_lens is None and lens is None:
+        return torch.softmax(X, dim=-1)
+    lens = _lens_2d(valid_lens, X.shape) if lens is None else lens
     keep = torch.arange(X.shape[-1]) < (lens[..., None] + offset)
-    weights = torch.softmax(X.float().masked_fill(~keep, -1e30), dim=-1) * keep
-    return weights.to(X.dtype)
+    return torch.softmax(X.masked_fill(~keep, torch.finfo(X.dtype).min), dim=-1) * keep
 
 
 def _masked_softmax_cases():
     g = torch.Generator().manual_seed(3)
     X = torch.randn(2, 3, 5, generator=g)
+    low = -2e4 + 10 * torch.randn(2, 3, 6, generator=g)          # every score near -2e4
+    high = torch.randn(2, 3, 6, generator=g)
+    high[0, :, 2:] = 3e4                                          # padded scores dominate
+    high[1, :, 4:] = 3e4
+    half = (4 * torch.randn(2, 2, 5, generator=g))
+    half[0, :, 3:] = 6e4                                          # near float16's largest
+    half[1, :, 1:] = 6e4
     return [
         ("X of shape (2, 3, 5), valid_lens [2, 4] (one length per sequence)",
          X, torch.tensor([2, 4])),
@@ -31,54 +47,106 @@ def _masked_softmax_cases():
          X, torch.tensor([[2, 0, 5], [1, 1, 0]])),
         ("float16 X = 8 * randn(2, 3, 5), valid_lens [4, 0]",
          (8 * X).half(), torch.tensor([4, 0])),
+        ("a batch of one: X of shape (1, 2, 4), valid_lens [0] (no valid key)",
+         torch.randn(1, 2, 4, generator=g), torch.tensor([0])),
+        ("a batch of one: X of shape (1, 3, 4), valid_lens [[0, 2, 4]]",
+         torch.randn(1, 3, 4, generator=g), torch.tensor([[0, 2, 4]])),
+        ("X of shape (2, 3, 6) with every score near -2e4, valid_lens [3, 5]",
+         low, torch.tensor([3, 5])),
+        ("X of shape (2, 3, 6) whose padded keys score 3e4 (far above the valid ones), "
+         "valid_lens [2, 4]", high, torch.tensor([2, 4])),
+        ("float16 X of shape (2, 2, 5) whose padded keys score 6e4, valid_lens [3, 1]",
+         half.half(), torch.tensor([3, 1])),
+        ("X of shape (2, 2, 60), valid_lens [55, 7] (long rows)",
+         torch.randn(2, 2, 60, generator=g), torch.tensor([55, 7])),
+        ("X of shape (2, 2, 60), valid_lens [[60, 0], [1, 59]] (long rows)",
+         torch.randn(2, 2, 60, generator=g), torch.tensor([[60, 0], [1, 59]])),
+        ("float64 X of shape (2, 3, 5), valid_lens [[5, 0, 2], [3, 3, 3]]",
+         torch.randn(2, 3, 5, generator=g, dtype=torch.float64),
+         torch.tensor([[5, 0, 2], [3, 3, 3]])),
     ]
 
 
+def _fill_overflow_hint(error):
+    if "overflow" in str(error):
+        return ("your fill value does not fit in float16 (its range ends near -65504): use "
+                "torch.finfo(X.dtype).min, which fits every dtype.")
+    if "must match the size" in str(error):
+        return ("the positions to compare with valid_len are those of the keys: "
+                "torch.arange(X.shape[-1]), broadcast against valid_lens[:, None, None] "
+                "(one length per sequence) or valid_lens[..., None] (one per query).")
+    return None
+
+
+_NAN_GRAD_HINT = ("an additive -inf mask (X + mask) makes the backward compute NaN for a row "
+                  "with no valid key, even when nan_to_num or torch.where hides it in the "
+                  "forward: use X.masked_fill(~keep, torch.finfo(X.dtype).min), then multiply "
+                  "the weights by keep.")
+
+
+@checker("masked_softmax")
 def check_masked_softmax(fn):
-    """Check `fn(X, valid_lens)`: softmax over the last axis that ignores keys >= valid_len."""
+    """Check `fn(X, valid_lens)`: softmax over the last axis that ignores keys >= valid_len, on
+    1-D and 2-D lengths, empty rows, batches of one, huge and dominating scores, float16,
+    float64, rows of 60 keys, and gradients (fully masked rows included)."""
     for case, X, valid_lens in _masked_softmax_cases():
         before = X.clone()
-        try:
-            out = call(fn, X, valid_lens, name="masked_softmax", case=case)
-        except CheckFailed as error:
-            if X.dtype == torch.half and "overflow" in str(error):
-                fail(str(error), "your fill value does not fit in float16 (its range ends "
-                     "near -65504): use torch.finfo(X.dtype).min, which fits every dtype.")
-            raise
-        if isinstance(out, torch.Tensor) and out.is_floating_point() and torch.isnan(out).any():
-            half = (" In float16, -1e6 and -1e9 overflow to -inf too."
-                    if X.dtype == torch.half else "")
-            fail(f"masked_softmax returned NaN on {case}.",
-                 "a row whose keys are all masked gives exp(-inf - (-inf)) = NaN with an -inf "
-                 "fill. Fill with a finite number, torch.finfo(X.dtype).min, and multiply the "
-                 f"result by the mask so that such a row is all zeros.{half}")
-        expect_tensor(out, X.shape, X.dtype, what="masked_softmax(X, valid_lens)", case=case)
+        out = call(fn, X, valid_lens, name="masked_softmax", case=case,
+                   hint_on_error=_fill_overflow_hint)
+        lens = _lens_2d(valid_lens, X.shape)                          # (batch, queries)
+        empty = lens == 0
+        positions = torch.arange(X.shape[-1])
+        padded = positions >= lens[..., None]                         # (batch, queries, keys)
+        if isinstance(out, torch.Tensor) and out.is_floating_point() \
+                and tuple(out.shape) == tuple(X.shape) and torch.isnan(out).any():
+            rows = torch.isnan(out).any(dim=-1)
+            if bool(empty[rows].all()):
+                half = (" In float16, -1e6 and -1e9 overflow to -inf too."
+                        if X.dtype == torch.half else "")
+                fail(f"masked_softmax returned NaN on {case}, in the rows with no valid key.",
+                     "a row whose keys are all masked gives exp(-inf - (-inf)) = NaN with an "
+                     "-inf fill. Fill with a finite number, torch.finfo(X.dtype).min, and "
+                     f"multiply the result by the mask so that such a row is all zeros.{half}")
+            fail(f"masked_softmax returned NaN on {case}, in rows that have valid keys.",
+                 "exp() overflows for large scores (exp(12) is inf in float16, exp(89) in "
+                 "float32): subtract each row's maximum before exp, as torch.softmax does.")
+        expect_tensor(out, X.shape, what="masked_softmax(X, valid_lens)", case=case)
         if not torch.equal(X, before):
             fail(f"masked_softmax changed its input X on {case}.",
                  "build a new tensor with X.masked_fill(...), not X[...] = or masked_fill_ "
                  "(d2l's version has this bug: it writes the fill value into X).")
+        expect_tensor(out, dtype=X.dtype, what="masked_softmax(X, valid_lens)", case=case)
         ref = _reference_masked_softmax(X, valid_lens)
-        atol = 1e-3 if X.dtype == torch.half else 1e-5
-        W = out.float()
-        lens = torch.full(X.shape[:2], X.shape[-1]) if valid_lens is None else (
-            valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens).expand(X.shape[:2])
-        empty = lens == 0                                             # (batch, queries)
-        positions = torch.arange(X.shape[-1])
-        padded = positions >= lens[..., None]                         # (batch, queries, keys)
+        atol = 2e-3 if X.dtype == torch.half else 1e-5
+        W = out.double()
         sums = W.sum(dim=-1)[~empty]
-        if not torch.allclose(sums, torch.ones_like(sums), atol=atol):
+        if not is_close(sums, torch.ones_like(sums), atol=atol, rtol=0):
             over_queries = W.sum(dim=1)[(~padded).any(dim=1)]         # keys someone may see
-            if torch.allclose(over_queries, torch.ones_like(over_queries), atol=atol):
+            if is_close(over_queries, torch.ones_like(over_queries), atol=atol, rtol=0):
                 fail(f"the softmax runs over the wrong axis on {case}: the weights sum to 1 "
                      "over the queries (dim=1), not over the keys.",
                      "take the softmax over the last axis, dim=-1: one row per query.")
+            if X.abs().max() > 1e4:
+                hint = ("the fill value must lie below every score: a fill such as -1e4 (or "
+                        "an additive -1e4 mask) is not small next to scores near -2e4 or "
+                        "padded scores near 3e4. Fill with torch.finfo(X.dtype).min.")
+            else:
+                hint = ("mask the scores before the softmax; zeroing weights after it leaves "
+                        "rows that sum to less than 1.")
             fail(f"each query's weights over its valid keys must sum to 1 on {case}; "
-                 f"they sum to {[round(x, 3) for x in sums.tolist()]}.",
-                 "mask the scores before the softmax; zeroing weights after it leaves rows "
-                 "that sum to less than 1.")
+                 f"they sum to {[round(x, 3) for x in sums.tolist()[:8]]}.", hint)
+        if valid_lens is not None and padded.any() and is_close(
+                W, torch.softmax(X.double(), dim=-1), atol=atol, rtol=1e-3):
+            fail(f"masked_softmax ignores valid_lens on {case}: the weights are those of a "
+                 "plain softmax.",
+                 "test for a missing mask with `valid_lens is None`: `if not valid_lens` "
+                 "treats tensor([0]) as no mask (and fails for longer tensors)."
+                 if valid_lens.numel() == 1 else
+                 "mask every key at a position >= valid_len before the softmax.")
         if empty.any() and not (W[empty] == 0).all():
-            fail(f"a row with no valid key should have all-zero weights on {case}; "
-                 f"got {[round(x, 3) for x in W[empty][0].tolist()]}.",
+            b, i = (int(t) for t in (empty & (W != 0).any(-1)).nonzero()[0])
+            fail(f"a row with no valid key should have all-zero weights on {case}; row "
+                 f"(example {b}, query {i}) got {[round(x, 3) for x in W[b, i].tolist()[:8]]}.",
                  "a row of equal fill values comes out of the softmax uniform: multiply "
                  "the weights by the mask afterwards, so that such a row is all zeros.")
         leaks = (W != 0) & padded
@@ -87,95 +155,193 @@ def check_masked_softmax(fn):
             at_len = positions == lens[..., None]                     # first padded key
             only_first = not (leaks & ~at_len).any() and bool(
                 (leaks | ~at_len.any(dim=-1, keepdim=True) | ~at_len).all())
+            hint = ("the mask is off by one: keep positions < valid_len (not <=)." if only_first
+                    else "mask every key at a position >= valid_len before the softmax; with "
+                    "per-query lengths (a 2-D valid_lens), use each query's own length.")
+            if valid_lens is not None and valid_lens.dim() == 1 and X.shape[0] > 1:
+                tiled = valid_lens.repeat(X.shape[1]).reshape(X.shape[:2])
+                if torch.equal(W != 0, positions < tiled[..., None]):
+                    hint = ("a (batch,) valid_lens holds one length per sequence: every query "
+                            "of example b uses valid_lens[b]. valid_lens.repeat(num_queries) "
+                            "tiles the lengths in the wrong order; valid_lens[:, None] "
+                            "broadcasts them (or repeat_interleave repeats each in place).")
             fail(f"key {j} of query {i} in example {b} has weight {W[b, i, j].item():.3g} on "
                  f"{case}, but that query's valid length is {int(lens[b, i])}: keys at "
-                 "positions >= valid_len must get weight 0.",
-                 "the mask is off by one: keep positions < valid_len (not <=)." if only_first
-                 else "mask every key at a position >= valid_len before the softmax; with "
-                 "per-query lengths (a 2-D valid_lens), use each query's own length.")
+                 "positions >= valid_len must get weight 0.", hint)
         last = (positions == lens[..., None] - 1) & ~empty[..., None]
         if (W[last] == 0).any():
             fail(f"the last valid key of some query has weight 0 on {case}.",
                  "the mask is off by one: keep positions < valid_len, not < valid_len - 1.")
-        expect_close(out.float(), ref.float(), what="masked_softmax(X, valid_lens)", case=case,
+        expect_close(out, ref, what="masked_softmax(X, valid_lens)", case=case,
                      atol=atol, rtol=1e-3,
                      hint="softmax over the last axis (dim=-1) of the scores, with the keys "
                           "at positions >= valid_len left out.")
-    return "masked_softmax: all checks passed."
+    g = torch.Generator().manual_seed(31)
+    for case, X, valid_lens in [
+            ("X of shape (2, 3, 5), valid_lens [[2, 0, 5], [1, 1, 0]] (some rows fully masked)",
+             torch.randn(2, 3, 5, generator=g), torch.tensor([[2, 0, 5], [1, 1, 0]])),
+            ("X of shape (2, 3, 5), valid_lens [3, 0] (example 1 has no valid key)",
+             torch.randn(2, 3, 5, generator=g), torch.tensor([3, 0])),
+            ("X of shape (1, 2, 4), valid_lens None", torch.randn(1, 2, 4, generator=g), None),
+            ("X = 30 * randn(2, 2, 6), valid_lens [2, 5]",
+             30 * torch.randn(2, 2, 6, generator=g), torch.tensor([2, 5]))]:
+        lens = _lens_2d(valid_lens, X.shape)
+
+        def describe(label, at, lens=lens):
+            if lens[at[0], at[1]] == 0:
+                return f"example {at[0]}, query {at[1]}: a row with no valid key"
+            return "a padded key" if at[2] >= lens[at[0], at[1]] else ""
+        expect_gradients(lambda x, lens=valid_lens: fn(x, lens),
+                         lambda x, lens=valid_lens: _reference_masked_softmax(x, lens),
+                         [("X", X)], name="masked_softmax", case=case + " (gradients)",
+                         describe=describe, nan_hint=_NAN_GRAD_HINT)
 
 
-def _attend(queries, keys, values, valid_lens, scale=None, dim=-1, offset=0):
-    """Reference scaled dot-product attention and its common mistakes, for diagnosis."""
+def _attend(queries, keys, values, valid_lens, scale=None, dim=-1, offset=0,
+            keys_t=None, after=1.0, uniform_empty=False):
+    """Reference scaled dot-product attention (float64) and its common mistakes."""
+    queries, keys, values = queries.double(), keys.double(), values.double()
     d = queries.shape[-1]
-    scores = queries @ keys.transpose(1, 2) / (math.sqrt(d) if scale is None else scale)
+    keys_t = keys.transpose(1, 2) if keys_t is None else keys_t.double()
+    scores = queries @ keys_t / (math.sqrt(d) if scale is None else scale)
     if dim == -1:
         weights = _reference_masked_softmax(scores, valid_lens, offset)
+        if uniform_empty and valid_lens is not None:
+            lens = _lens_2d(valid_lens, scores.shape)
+            weights = torch.where((lens == 0)[..., None],
+                                  torch.full_like(weights, 1 / scores.shape[-1]), weights)
     else:  # softmax over the queries axis, masked the same way
         weights = torch.softmax(scores, dim=dim)
         if valid_lens is not None:
             weights = weights * (_reference_masked_softmax(scores, valid_lens) > 0)
-    return weights @ values
+    return (weights / after) @ values
 
 
 def _attention_cases():
     g = torch.Generator().manual_seed(4)
-    q, k, v = (torch.randn(2, 3, 16, generator=g), torch.randn(2, 5, 16, generator=g),
-               torch.randn(2, 5, 6, generator=g))
+
+    def qkv(b, n_q, n_k, d, d_v, scale=1.0, dtype=torch.float32):
+        return [(scale * torch.randn(b, n, dd, generator=g)).to(dtype)
+                for n, dd in ((n_q, d), (n_k, d), (n_k, d_v))]
+
+    q, k, v = qkv(2, 3, 5, 16, 6)
+    far_q = 141.4 + 0.01 * torch.randn(2, 3, 1, generator=g)    # scores q k near -2e4,
+    far_k = -141.4 + 0.01 * torch.randn(2, 5, 1, generator=g)   # a few units apart
     return [
         ("queries (2, 3, 16), keys (2, 5, 16), values (2, 5, 6), valid_lens None",
-         q, k, v, None),
-        ("the same tensors with valid_lens [2, 4]", q, k, v, torch.tensor([2, 4])),
+         q, k, v, None, 1e-5),
+        ("the same tensors with valid_lens [2, 4]", q, k, v, torch.tensor([2, 4]), 1e-5),
         ("the same tensors with per-query valid_lens [[1, 3, 5], [2, 2, 4]]",
-         q, k, v, torch.tensor([[1, 3, 5], [2, 2, 4]])),
+         q, k, v, torch.tensor([[1, 3, 5], [2, 2, 4]]), 1e-5),
         ("the same tensors with valid_lens [3, 0] (example 1 has no valid key)",
-         q, k, v, torch.tensor([3, 0])),
+         q, k, v, torch.tensor([3, 0]), 1e-5),
+        ("a batch of one: queries (1, 4, 8), keys (1, 6, 8), values (1, 6, 3), valid_lens [4]",
+         *qkv(1, 4, 6, 8, 3), torch.tensor([4]), 1e-5),
+        ("a batch of one with one query: queries (1, 1, 8), keys (1, 5, 8), values (1, 5, 2), "
+         "valid_lens None", *qkv(1, 1, 5, 8, 2), None, 1e-5),
+        ("queries (2, 3, 1), keys (2, 5, 1) with every score near -2e4, values (2, 5, 4), "
+         "valid_lens [2, 4]", far_q, far_k, torch.randn(2, 5, 4, generator=g),
+         torch.tensor([2, 4]), 5e-3),
+        ("queries and keys 30 * randn(2, 3, 4) and (2, 5, 4) (scores up to about 1000), "
+         "values (2, 5, 3), valid_lens [5, 3]", *qkv(2, 3, 5, 4, 3, scale=30.0)[:2],
+         torch.randn(2, 5, 3, generator=g), torch.tensor([5, 3]), 1e-3),
+        ("queries (2, 3, 8), keys (2, 60, 8), values (2, 60, 5), valid_lens [55, 9]",
+         *qkv(2, 3, 60, 8, 5), torch.tensor([55, 9]), 1e-5),
+        ("float16 queries (2, 3, 8), keys (2, 4, 8), values (2, 4, 3), valid_lens [3, 0]",
+         *qkv(2, 3, 4, 8, 3, dtype=torch.half), torch.tensor([3, 0]), 5e-3),
     ]
 
 
+def _sdpa_mistakes(q, k, v):
+    d, n_q, n_k, d_v = q.shape[-1], q.shape[1], k.shape[1], v.shape[-1]
+    mistakes = [
+        (dict(scale=1.0), "the scores are not scaled: divide Q K^T by sqrt(d)."),
+        (dict(scale=float(d)), "the scores are divided by d: divide by sqrt(d), the square "
+                               "root of the query size."),
+        (dict(scale=1.0, after=math.sqrt(d)), "the weights, not the scores, are divided by "
+                                              "sqrt(d): scale the scores before the softmax."),
+        (dict(dim=1), "the softmax runs over the queries: take it over the keys, the last "
+                      "axis of the (batch, queries, keys) scores."),
+        (dict(offset=1), "the mask is off by one: keep keys at positions < valid_len."),
+        (dict(keys_t=k.reshape(k.shape[0], d, n_k)),
+         "the keys are reshaped to (batch, d, n), which mixes their entries: transpose them, "
+         "keys.transpose(1, 2)."),
+        (dict(uniform_empty=True), "a query with no valid key gets a uniform average of the "
+                                   "values; its output should be all zeros (all its weights "
+                                   "are 0): multiply the weights by the mask."),
+    ]
+    for size, what in ((d_v, "the value size"), (n_q, "the number of queries"),
+                       (n_k, "the number of keys")):
+        if size != d:
+            mistakes.append((dict(scale=math.sqrt(size)),
+                             f"the scale uses {what}: d is the size of the queries and keys "
+                             "(their last axis)."))
+    return mistakes
+
+
+@checker("scaled_dot_product_attention")
 def check_scaled_dot_product_attention(fn):
-    """Check `fn(queries, keys, values, valid_lens)` -> softmax(Q K^T / sqrt(d)) V, masked."""
-    for case, q, k, v, valid_lens in _attention_cases():
-        out = call(fn, q.clone(), k.clone(), v.clone(), valid_lens,
-                   name="scaled_dot_product_attention", case=case)
+    """Check `fn(queries, keys, values, valid_lens)` -> softmax(Q K^T / sqrt(d)) V, masked, on
+    batches of one, huge and large scores, 60 keys, float16, and gradients."""
+    for case, q, k, v, valid_lens, atol in _attention_cases():
+        given = [q.clone(), k.clone(), v.clone()]
+        out = call(fn, *given, valid_lens, name="scaled_dot_product_attention", case=case,
+                   hint_on_error=_fill_overflow_hint)
         if isinstance(out, tuple):
             fail(f"scaled_dot_product_attention should return only the output tensor, got a "
                  f"tuple of {len(out)} on {case}.")
-        if isinstance(out, torch.Tensor) and out.is_floating_point() and torch.isnan(out).any():
+        shape = (q.shape[0], q.shape[1], v.shape[2])
+        if isinstance(out, torch.Tensor) and tuple(out.shape) == shape \
+                and out.is_floating_point() and torch.isnan(out).any():
+            rows = torch.isnan(out).any(dim=-1)
+            lens = _lens_2d(valid_lens, (q.shape[0], q.shape[1], k.shape[1]))
+            if bool((lens == 0)[rows].all()):
+                fail(f"the output contains NaN on {case}, for the queries with no valid key.",
+                     "a query with no valid key must not give NaN: mask with a finite fill "
+                     "value (torch.finfo(dtype).min) and zero its weights, as in the "
+                     "masked_softmax exercise.")
             fail(f"the output contains NaN on {case}.",
-                 "a query with no valid key must not give NaN: mask with a finite fill value "
-                 "(torch.finfo(dtype).min) and zero its weights, as in the masked_softmax "
-                 "exercise.")
-        expect_tensor(out, (q.shape[0], q.shape[1], v.shape[2]), what="the output", case=case)
+                 "exp() overflows for large scores: use a softmax that subtracts each row's "
+                 "maximum (your masked_softmax, or torch.softmax).")
+        expect_tensor(out, shape, what="the output", case=case,
+                      hint="keep the batch axis, also for a batch of one (no .squeeze())."
+                      if q.shape[0] == 1 else None)
+        for name, before, after in zip(("queries", "keys", "values"), (q, k, v), given):
+            if not torch.equal(before, after):
+                fail(f"scaled_dot_product_attention changed `{name}` in place on {case}.")
+        expect_tensor(out, dtype=q.dtype, what="the output", case=case)
         ref = _attend(q, k, v, valid_lens)
-        if torch.allclose(out, ref, atol=1e-5, rtol=1e-4):
+        if is_close(out, ref, atol=atol, rtol=1e-3):
             continue
-        d, m = q.shape[-1], k.shape[1]
-        mistakes = [
-            (dict(scale=1.0), "the scores are not scaled: divide Q K^T by sqrt(d)."),
-            (dict(scale=float(d)), "the scores are divided by d: divide by sqrt(d), "
-                                   "the square root of the query size."),
-            (dict(scale=math.sqrt(v.shape[-1])), "the scale uses the value size: d is the "
-                                                 "size of the queries and keys."),
-            (dict(scale=math.sqrt(m)), "the scale uses the number of keys: d is the size "
-                                       "of the queries and keys (their last axis)."),
-            (dict(dim=1), "the softmax runs over the queries: take it over the keys, the "
-                          "last axis of the (batch, queries, keys) scores."),
-            (dict(offset=1), "the mask is off by one: keep keys at positions < valid_len."),
-        ]
-        for kwargs, why in mistakes:
-            if torch.allclose(out, _attend(q, k, v, valid_lens, **kwargs), atol=1e-5):
+        for kwargs, why in _sdpa_mistakes(q, k, v):
+            if is_close(out, _attend(q, k, v, valid_lens, **kwargs), atol=atol, rtol=1e-3):
                 fail(f"the output is wrong on {case}: {why}")
-        if valid_lens is not None and torch.allclose(out, _attend(q, k, v, None), atol=1e-5):
+        if valid_lens is not None and is_close(out, _attend(q, k, v, None), atol=atol,
+                                               rtol=1e-3):
             fail(f"the output is wrong on {case}: valid_lens is ignored.",
                  "mask the scores of keys at positions >= valid_len before the softmax.")
-        empty = (valid_lens == 0) if valid_lens is not None else None
-        if empty is not None and empty.any() and valid_lens.dim() == 1 \
-                and not (out[empty] == 0).all():
-            fail(f"example {int(empty.nonzero()[0])} has no valid key on {case}: its output "
-                 "should be all zeros (all its weights are 0).",
-                 "a row of equal fill values comes out of the softmax uniform: zero the "
-                 "weights of rows with no valid key (multiply by the mask).")
-        expect_close(out, ref, what="the output", case=case,
-                     hint="output = softmax(Q K^T / sqrt(d), masked) V, with the values "
-                          "(not the keys) and torch.bmm or @ over the batch.")
-    return "scaled_dot_product_attention: all checks passed."
+        hint = ("output = softmax(Q K^T / sqrt(d), masked) V, with the values (not the keys) "
+                "and torch.bmm or @ over the batch.")
+        lens = _lens_2d(valid_lens, (q.shape[0], q.shape[1], k.shape[1]))
+        if ((out == 0).all(dim=-1) & (lens > 0)).any():
+            hint = ("every weight of a query that has valid keys came out 0: with scores near "
+                    "-2e4, either exp() underflowed (subtract each row's maximum before exp) "
+                    "or the fill value lies above the scores (-1e4 > -2e4: fill with "
+                    "torch.finfo(scores.dtype).min, as in the masked_softmax exercise).")
+        expect_close(out, ref, what="the output", case=case, atol=atol, rtol=1e-3, hint=hint)
+    g = torch.Generator().manual_seed(41)
+    for lens in (torch.tensor([3, 0]), torch.tensor([[1, 3, 0], [0, 2, 4]])):
+        q, k, v = (torch.randn(2, 3, 8, generator=g), torch.randn(2, 5, 8, generator=g),
+                   torch.randn(2, 5, 4, generator=g))
+        rows = _lens_2d(lens, (2, 3, 5))
+
+        def describe(label, at, rows=rows):
+            return "a query with no valid key" if label == "queries" and \
+                rows[at[0], at[1]] == 0 else ""
+        expect_gradients(lambda a, b, c, lens=lens: fn(a, b, c, lens),
+                         lambda a, b, c, lens=lens: _attend(a, b, c, lens),
+                         [("queries", q), ("keys", k), ("values", v)],
+                         name="scaled_dot_product_attention",
+                         case=f"queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4), "
+                              f"valid_lens {lens.tolist()} (gradients)",
+                         describe=describe, nan_hint=_NAN_GRAD_HINT)

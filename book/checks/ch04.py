@@ -2,15 +2,18 @@
 import torch
 
 from ..seq2seq import Seq2SeqAttentionDecoder
-from ._core import call, expect_close, expect_tensor, fail
+from ._core import call, checker, expect_close, expect_gradients, expect_tensor, fail
 
 
 class _NoShortcut(torch.nn.Module):
     """Stands in for `decoder.attention.forward`: the exercise computes the attention itself."""
 
     def forward(self, *args, **kwargs):
-        raise RuntimeError("do not call decoder.attention(...) or decoder(...): compute the "
-                           "scores yourself from decoder.attention.W_q, .W_k and .w_v")
+        __tracebackhide__ = True
+        fail("bahdanau_step calls decoder.attention(...) (or decoder(...), which calls it): "
+             "the exercise asks you to compute the attention yourself.",
+             "compute the scores from decoder.attention.W_q, .W_k and .w_v, the weights with "
+             "a masked softmax, and the context as weights @ enc_outputs.")
 
 
 def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed):
@@ -41,31 +44,54 @@ def _weights_with(decoder, query, enc_outputs, valid_lens, tanh=True):
     return torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
 
 
+def _without_shortcut(fn, decoder, *args, case):
+    """Call the learner's step with decoder.attention(...) (and so decoder(...)) disabled."""
+    forward = decoder.attention.forward
+    decoder.attention.forward = _NoShortcut().forward
+    try:
+        return call(fn, decoder, *args, name="bahdanau_step", case=case,
+                    hint_on_error=_gru_hint)
+    finally:
+        decoder.attention.forward = forward
+
+
+def _gru_hint(error):
+    text = str(error)
+    if "Expected hidden size" in text or "hidden" in text and "size" in text:
+        return ("pass the whole state hidden_state, shape (num_layers, batch, num_hiddens), to "
+                "decoder.rnn; only the query is the top layer hidden_state[-1].")
+    if "input_size" in text or "input.size(-1)" in text:
+        return ("the GRU's input is torch.cat([context, embedding], dim=-1), shape (batch, 1, "
+                "num_hiddens + embed_size): the context is weights @ enc_outputs (the encoder "
+                "states themselves, not W_k applied to them).")
+    return None
+
+
+@checker("bahdanau_step")
 def check_bahdanau_step(fn):
     """Check `fn(decoder, token, hidden_state, enc_outputs, enc_valid_lens)`.
 
     It must return (logits (batch, vocab), new hidden_state (layers, batch, hiddens),
-    weights (batch, enc_steps)) equal to one step of the chapter's Seq2SeqAttentionDecoder.
+    weights (batch, enc_steps)) equal to one step of the chapter's Seq2SeqAttentionDecoder,
+    with the same gradients (with respect to the state, the encoder outputs and the
+    decoder's parameters).
     """
     cases = [("1 layer, batch 3, 5 encoder steps, valid lengths [5, 3, 1]", 1, 3, 5, [5, 3, 1]),
              ("2 layers, batch 2, 6 encoder steps, valid lengths [4, 6]", 2, 2, 6, [4, 6]),
              ("2 layers, batch 4, 7 encoder steps, valid lengths [2, 7, 5, 3]", 2, 4, 7,
-              [2, 7, 5, 3])]
+              [2, 7, 5, 3]),
+             ("3 layers, batch 1, 55 encoder steps, valid length [52]", 3, 1, 55, [52]),
+             ("2 layers, batch 2, 60 encoder steps, valid lengths [60, 9]", 2, 2, 60, [60, 9])]
     for seed, (case, layers, batch, steps, lens) in enumerate(cases):
         decoder, token, state, enc_outputs, valid_lens = _decoder_and_inputs(
             layers, batch, steps, lens, seed)
         with torch.no_grad():
             ref_logits, ref_state, ref_weights = _reference(decoder, token, state, enc_outputs,
                                                             valid_lens)
-            forward = decoder.attention.forward
-            decoder.attention.forward = _NoShortcut().forward
-            try:
-                before = state.clone()
-                result = call(fn, decoder, token, state, enc_outputs, valid_lens,
-                              name="bahdanau_step", case=case)
-            finally:
-                decoder.attention.forward = forward
-        if not isinstance(result, tuple) or len(result) != 3:
+        before = state.clone()
+        result = _without_shortcut(fn, decoder, token, state, enc_outputs, valid_lens,
+                                   case=case)
+        if not isinstance(result, (tuple, list)) or len(result) != 3:
             fail(f"bahdanau_step should return a triple (logits, hidden_state, weights), got "
                  f"{type(result).__name__} on {case}.")
         logits, new_state, weights = result
@@ -73,6 +99,8 @@ def check_bahdanau_step(fn):
             fail(f"bahdanau_step changed the hidden_state it was given, in place, on {case}.",
                  "let the GRU return a new state: `out, hidden_state = decoder.rnn(x, state)`.")
         expect_tensor(weights, (batch, steps), what="weights", case=case)
+        if weights.dtype != ref_weights.dtype:
+            expect_tensor(weights, dtype=ref_weights.dtype, what="weights", case=case)
         if weights[~(torch.arange(steps)[None] < valid_lens[:, None])].abs().max() > 1e-6:
             fail(f"weights on padding positions are not 0 on {case}: the step attended to "
                  "encoder states past each sequence's valid length.",
@@ -109,4 +137,13 @@ def check_bahdanau_step(fn):
         expect_close(logits, ref_logits, what="logits", case=case,
                      hint="logits = decoder.dense(GRU output of this step), shape "
                           "(batch, vocab).")
-    return "bahdanau_step: all checks passed."
+        expect_gradients(
+            lambda h, e: _without_shortcut(fn, decoder, token, h, e, valid_lens, case=case),
+            lambda h, e: _reference(decoder, token, h, e, valid_lens),
+            [("hidden_state", state), ("enc_outputs", enc_outputs)],
+            params=[(f"decoder.{name}", p) for name, p in decoder.named_parameters()],
+            reference_dtype=None, name="bahdanau_step",
+            case=case + " (gradients of logits, new state and weights)",
+            wrong_hint="the values are right but the gradients are not: something is "
+                       "detached (.detach(), .data, torch.no_grad(), a NumPy detour) or "
+                       "computed outside autograd, e.g. the context or the weights.")

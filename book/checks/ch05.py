@@ -5,10 +5,25 @@ entry lands in the wrong place the message can say where it came from.
 """
 import torch
 
-from ._core import call, expect_tensor, fail, passed
+from ._core import call, checker, expect_gradients, expect_tensor, fail
 
-_CASES = [  # (batch, n, num_hiddens, num_heads)
-    (2, 3, 8, 2), (3, 4, 12, 3), (1, 5, 8, 4), (2, 2, 6, 1), (2, 4, 8, 8)]
+_CASES = [  # (batch, n, num_hiddens, num_heads): odd sizes, a batch of one, n = 1 and n = 51
+    (2, 3, 8, 2), (3, 4, 12, 3), (1, 5, 8, 4), (2, 2, 6, 1), (2, 4, 8, 8), (2, 5, 7, 7),
+    (3, 1, 6, 2), (1, 51, 12, 3), (2, 3, 10, 5)]
+
+
+def _reshape_hint(error):
+    text = str(error)
+    if "float" in text:
+        return ("num_hiddens / num_heads is a float: use num_hiddens // num_heads (integer "
+                "division), or -1 in reshape.")
+    if "invalid for input of size" in text:
+        return ("the sizes must come from X and the num_heads argument: p = num_hiddens // "
+                "num_heads (or -1 in reshape), not a fixed number.")
+    if "view size is not compatible" in text:
+        return ("after permute the tensor is not contiguous, so .view cannot fold it: use "
+                ".reshape.")
+    return None
 
 
 def _coordinates(batch, n, num_hiddens):
@@ -42,48 +57,86 @@ _QKV_HINT = ("split the LAST axis: X.reshape(batch, n, num_heads, p), then move 
              "Reshaping straight to (batch * num_heads, n, p) mixes positions and features.")
 
 
+def _shape_hint(shape, expected, names):
+    """Say which axis is wrong: `names` are the expected axes' meanings."""
+    if len(shape) != len(expected):
+        return (f"the result must be {len(expected)}-D, ({', '.join(names)}); yours is "
+                f"{len(shape)}-D.")
+    wrong = [f"axis {i} ({names[i]}) is {s}, expected {e}"
+             for i, (s, e) in enumerate(zip(shape, expected)) if s != e]
+    return "; ".join(wrong) + "."
+
+
+@checker("transpose_qkv")
 def check_transpose_qkv(fn):
-    """Check `fn(X, num_heads)`: (batch, n, num_hiddens) -> (batch * num_heads, n, p)."""
+    """Check `fn(X, num_heads)`: (batch, n, num_hiddens) -> (batch * num_heads, n, p), on odd
+    sizes, a batch of one, n = 1 and n = 51, and its gradient."""
     for batch, n, num_hiddens, num_heads in _CASES:
         p = num_hiddens // num_heads
         case = f"X of shape ({batch}, {n}, {num_hiddens}) with num_heads={num_heads}"
         X = _coordinates(batch, n, num_hiddens)
         before = X.clone()
-        out = call(fn, X, num_heads, name="transpose_qkv", case=case)
+        out = call(fn, X, num_heads, name="transpose_qkv", case=case,
+                   hint_on_error=_reshape_hint)
         expect_tensor(out, None, what="transpose_qkv(X, num_heads)", case=case)
         if tuple(out.shape) != (batch * num_heads, n, p):
             fail(f"transpose_qkv(X, num_heads) has shape {tuple(out.shape)} on {case}; expected "
                  f"(batch * num_heads, n, num_hiddens // num_heads) = {(batch * num_heads, n, p)}.",
-                 "fold the heads into the batch axis: the result is 3-D, and use the "
-                 "num_heads argument rather than a fixed number.")
+                 _shape_hint(tuple(out.shape), (batch * num_heads, n, p),
+                             ("batch * num_heads", "n", "num_hiddens // num_heads"))
+                 + " Fold the heads into the batch axis, and use the num_heads argument "
+                 "rather than a fixed number.")
         if not torch.equal(X, before):
             fail(f"transpose_qkv changed its input in place on {case}.")
         expected = _split_heads(X, num_heads)
-        if not torch.equal(out.to(expected.dtype), expected):
+        expect_tensor(out, dtype=X.dtype, what="transpose_qkv(X, num_heads)", case=case)
+        if not torch.equal(out, expected):
             fail(_layout_message(out, expected, "transpose_qkv(X, num_heads)", case, _QKV_RULE),
                  _QKV_HINT)
-    return passed("transpose_qkv")
+    g = torch.Generator().manual_seed(5)
+    X = torch.randn(2, 4, 6, generator=g)
+    expect_gradients(lambda x: fn(x, 3), lambda x: _split_heads(x, 3), [("X", X)],
+                     name="transpose_qkv",
+                     case="X of shape (2, 4, 6) with num_heads=3 (gradient)")
 
 
+@checker("transpose_output")
 def check_transpose_output(fn):
-    """Check `fn(X, num_heads)`: (batch * num_heads, n, p) -> (batch, n, num_heads * p)."""
+    """Check `fn(X, num_heads)`: (batch * num_heads, n, p) -> (batch, n, num_heads * p), on odd
+    sizes, a batch of one, n = 1 and n = 51, and its gradient."""
     for batch, n, num_hiddens, num_heads in _CASES:
         case = f"X of shape ({batch * num_heads}, {n}, {num_hiddens // num_heads}) with " \
                f"num_heads={num_heads} (batch {batch})"
         X = _coordinates(batch, n, num_hiddens)   # (batch, n, num_hiddens)
         heads = _split_heads(X, num_heads)        # what transpose_qkv gives
-        out = call(fn, heads.clone(), num_heads, name="transpose_output", case=case)
+        out = call(fn, heads.clone(), num_heads, name="transpose_output", case=case,
+                   hint_on_error=_reshape_hint)
         expect_tensor(out, None, what="transpose_output(X, num_heads)", case=case)
         if tuple(out.shape) != (batch, n, num_hiddens):
+            hint = _shape_hint(tuple(out.shape), (batch, n, num_hiddens),
+                               ("batch", "n", "num_heads * p"))
+            if out.dim() >= 1 and out.shape[0] == batch * num_heads and num_heads > 1:
+                hint += (" The first axis of X is batch * num_heads: the batch is "
+                         "X.shape[0] // num_heads.")
             fail(f"transpose_output(X, num_heads) has shape {tuple(out.shape)} on {case}; "
                  f"expected (batch, n, num_heads * p) = {(batch, n, num_hiddens)}.",
-                 "the result is 3-D: unfold the heads from the batch axis and concatenate "
-                 "them along the last axis.")
-        if not torch.equal(out.to(X.dtype), X):
+                 hint + " Unfold the heads from the batch axis and concatenate them along "
+                 "the last axis.")
+        expect_tensor(out, dtype=X.dtype, what="transpose_output(X, num_heads)", case=case)
+        if not torch.equal(out, X):
             fail(_layout_message(out, X, "transpose_output(X, num_heads)", case,
                                  "(Z is the (batch, n, num_hiddens) tensor that transpose_qkv "
                                  "split into these heads: transpose_output must give Z back, "
                                  "transpose_output(transpose_qkv(Z, h), h) == Z.)", name="Z"),
                  "reverse the three steps: .reshape(-1, num_heads, n, p), then "
                  ".permute(0, 2, 1, 3), then .reshape(batch, n, num_heads * p).")
-    return passed("transpose_output")
+    g = torch.Generator().manual_seed(6)
+    X = torch.randn(6, 4, 2, generator=g)
+    expect_gradients(lambda x: fn(x, 3), lambda x: _merge_heads(x, 3), [("X", X)],
+                     name="transpose_output",
+                     case="X of shape (6, 4, 2) with num_heads=3 (batch 2) (gradient)")
+
+
+def _merge_heads(X, num_heads):  # the reference of transpose_output
+    X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])
+    return X.permute(0, 2, 1, 3).reshape(X.shape[0], X.shape[2], -1)

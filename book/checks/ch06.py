@@ -2,22 +2,43 @@
 
 The learner writes a class with the call of `PositionalEncoding`:
 `cls(num_hiddens, dropout, max_len=1000)`, whose `forward(X)` takes (batch, n, num_hiddens)
-and returns the same shape with position information in it.
+and returns dropout(X + P[:n]), P a trainable table with one vector per position.
+
+What is checked, in this order (the learner's modules are built with the RNG seeded, so every
+message is the same on every run):
+
+1. the call, the shape, X left unchanged, n = max_len accepted;
+2. trainable parameters exist and receive gradients;
+3. in eval mode the output is X + E, with E the same for every X, every example of the batch,
+   every call, and, for position i, every sequence length (a table sliced from its start);
+4. E is position-dependent and *per-position trainable*: the Jacobian of E (5 positions x 16
+   features) with respect to the parameters has full rank 80, so every entry of every
+   position's vector can be learned on its own (one scale times the sinusoid has rank 1, one
+   scalar per position rank 5);
+5. in train mode with dropout 0.5, every entry is 0 or (X + E) / (1 - 0.5), and about half
+   are 0: dropout on the sum, at the given rate (the placement the exercise asks for);
+6. (train=True) the encoding helps: the chapter's reversal model with it reverses at least
+   30 points more positions than the best any model blind to order can do (33.7%,
+   computed exactly by book.selfattention.best_order_blind_accuracy).
 """
 import functools
+import math
 
 import torch
 
-from ..selfattention import (REVERSAL, NoPositionalEncoding, reversal_accuracy,
-                             train_order_model)
-from ._core import call, expect_tensor, fail, passed
+from ..selfattention import REVERSAL, best_order_blind_accuracy, reversal_accuracy, \
+    train_order_model
+from ._core import call, checker, expect_tensor, fail, seeded
 
 # The training test: reverse sequences of 4 to 8 symbols (vocabulary 12, token 0 = padding)
 # with a 2-block Transformer encoder (d = 32), 400 Adam steps with warm-up and clipping. With
 # these settings the course's reference solution reaches 100% of the positions, the
-# sinusoidal encoding about 90%, and the same model without positional encoding about 34%.
+# sinusoidal encoding about 90%, and the same model without positional encoding about 34%
+# (the best possible without positions is 33.7%).
 TASK = REVERSAL
 MARGIN = 0.30  # the learned encoding must be right on at least 30 points more positions
+DROPOUT = 0.5
+SE_TOLERANCE = 5.5  # the dropout share may differ from DROPOUT by 5.5 standard errors
 
 
 def _order_model(pos_encoding_class, seed=0):
@@ -29,20 +50,37 @@ def _order_model(pos_encoding_class, seed=0):
 
 @functools.lru_cache(maxsize=1)
 def baseline_accuracy():
-    """The same model and training without any positional encoding (computed once)."""
-    return _order_model(NoPositionalEncoding)
+    """The best share of positions any model blind to order can reverse (exact)."""
+    return float(best_order_blind_accuracy(TASK["min_len"], TASK["max_len"],
+                                           TASK["vocab_size"]))
 
 
-def _make(cls, case, **kwargs):
-    module = call(cls, name="your class", case=case, **kwargs)
+def _make(cls, case, *args, **kwargs):
+    with seeded(0):  # the same module, and so the same messages, on every run
+        module = call(cls, *args, name="your class", case=case, **kwargs)
     if not isinstance(module, torch.nn.Module):
         fail(f"your class should build an nn.Module (subclass nn.Module), got a "
              f"{type(module).__name__} from {case}.")
     return module
 
 
-def _start_std(module, num_hiddens):
-    """Standard deviation of what the encoding adds to zeros, as constructed (untrained)."""
+def _slice_hint(error):
+    if "must match the size" in str(error):
+        return ("slice the table along the positions to the length of X: P[:, :n] for a "
+                "(1, max_len, num_hiddens) table, P[:n] for a (max_len, num_hiddens) one, "
+                "with n = X.shape[1].")
+    return None
+
+
+def _forward(module, X, case):
+    out = call(module, X, name="forward", case=case, hint_on_error=_slice_hint)
+    expect_tensor(out, X.shape, what="forward(X)", case=case)
+    return out
+
+
+def _start_std(cls, num_hiddens):
+    """Standard deviation of what a freshly built encoding adds to zeros (seeded, eval)."""
+    module = _make(cls, "cls(16, 0.0, max_len=50)", num_hiddens, 0.0, max_len=50)
     with torch.no_grad():
         return module.eval()(torch.zeros(1, 8, num_hiddens)).std().item()
 
@@ -55,67 +93,186 @@ def _scale_hint(std):
             "e.g. nn.init.normal_(P), or use an nn.Embedding(max_len, num_hiddens).")
 
 
+def _jacobian_rank(module, n, d):
+    """Rank of d(encoding of n positions) / d(trainable parameters), in eval mode."""
+    params = [p for p in module.parameters() if p.requires_grad]
+    E = module(torch.zeros(1, n, d)).reshape(-1)
+    rows = []
+    for k in range(E.numel()):
+        grads = torch.autograd.grad(E[k], params, retain_graph=True, allow_unused=True)
+        rows.append(torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1)
+                               for g, p in zip(grads, params)]))
+    return int(torch.linalg.matrix_rank(torch.stack(rows).double()))
+
+
+def _one_of(Y, choices, atol=1e-5):
+    """Is every entry of Y equal to the same entry of one of `choices`?"""
+    hit = torch.zeros_like(Y, dtype=torch.bool)
+    for c in choices:
+        hit |= torch.isclose(Y, c, atol=atol, rtol=1e-5)
+    return bool(hit.all())
+
+
+@checker("learned positional encoding")
 def check_learned_positional_encoding(cls, train=True):
-    """Check a learned positional encoding class: shape, trainable and position-dependent,
-    and (with `train=True`, about 10 s on a laptop CPU) that it helps on a task where order
-    matters: reversing a sequence."""
-    num_hiddens = 16
+    """Check a learned positional encoding class: the call and shape; a trainable table with
+    one vector per position, added to X; dropout on the sum in train mode; and (with
+    `train=True`, about 10 s on a laptop CPU) that it helps on a task where order matters:
+    reversing a sequence."""
+    d = 16
     case = "cls(num_hiddens=16, dropout=0.0, max_len=50)"
-    module = _make(cls, case, num_hiddens=num_hiddens, dropout=0.0, max_len=50)
-    _make(cls, "cls(16, 0.0) (max_len left at its default)", num_hiddens=16, dropout=0.0)
+    module = _make(cls, case, num_hiddens=d, dropout=0.0, max_len=50)
+    _make(cls, "cls(16, 0.0) (max_len left at its default)", d, 0.0)
+    if not any(p.requires_grad for p in module.parameters()):
+        fail(f"{case} has no trainable parameters once built: an optimizer created then (as "
+             "in every training loop) would train nothing.",
+             "create the table in __init__ as nn.Parameter(...) (or an nn.Embedding); a "
+             "plain tensor attribute, a registered buffer, or a table made later in forward "
+             "is never trained.")
     g = torch.Generator().manual_seed(6)
-    X = torch.randn(3, 7, num_hiddens, generator=g)
+    X = torch.randn(3, 7, d, generator=g)
     before = X.clone()
-    out = call(module, X, name="forward", case=f"X of shape (3, 7, 16) with {case}")
-    expect_tensor(out, (3, 7, num_hiddens), what="forward(X)", case="X of shape (3, 7, 16)")
+    _forward(module, X, f"X of shape (3, 7, 16) with {case}")
     if not torch.equal(X, before):
         fail("forward(X) changed X in place; return a new tensor (X + P, not X += P).")
-    out2 = call(module, torch.randn(2, 50, num_hiddens, generator=g), name="forward",
-                case="X of shape (2, 50, 16), as long as max_len")
-    expect_tensor(out2, (2, 50, num_hiddens), what="forward(X)", case="X of shape (2, 50, 16)")
+    _forward(module, torch.randn(2, 50, d, generator=g),
+             "X of shape (2, 50, 16), as long as max_len")
 
     trainable = [p for p in module.parameters() if p.requires_grad]
     if not trainable:
         fail("your encoding has no trainable parameters, so nothing about it can be learned.",
              "store the table as nn.Parameter(...) (or use an nn.Embedding); a plain tensor "
              "attribute or a registered buffer is never trained.")
-    module.train()
-    weights = torch.randn(2, 7, num_hiddens, generator=g)
-    out = call(module, torch.randn(2, 7, num_hiddens, generator=g), name="forward")
-    if out.requires_grad:
-        (out * weights).sum().backward()
-    grads = [p.grad for p in trainable if p.grad is not None and p.grad.abs().sum() > 0]
-    if not grads:
-        fail("no gradient reaches your encoding's parameters: training would never change them.",
-             "use the parameter itself in forward (X + self.P[:, :n]), not self.P.detach(), "
-             "self.P.data or a copy made in __init__.")
 
     module.eval()
+    X1, X2 = torch.randn(2, 7, d, generator=g), torch.randn(2, 7, d, generator=g)
     with torch.no_grad():
-        added = module(torch.zeros(1, 8, num_hiddens))[0]  # (8, d): what each position gets
+        out1 = _forward(module, X1, "X of shape (2, 7, 16), eval mode")
+        again = _forward(module, X1, "X of shape (2, 7, 16), eval mode")
+        out2 = _forward(module, X2, "another X of shape (2, 7, 16), eval mode")
+        short = _forward(module, X1[:, :3], "X of shape (2, 3, 16), eval mode")
+    if not torch.equal(out1, again):
+        fail("in eval mode (dropout off) your encoding gives two different outputs for the "
+             "same X: the position vectors change from call to call.",
+             "create the table once, in __init__, as a parameter, and only look it up in "
+             "forward (no torch.randn in forward); apply dropout with nn.Dropout, which "
+             "is off in eval mode.")
+    E1, E2 = out1 - X1, out2 - X2
+    if torch.allclose(out1, out2, atol=1e-6):
+        fail("forward(X) does not depend on X (two different X give the same output).",
+             "forward must return X plus the encoding: the token embeddings X carry the "
+             "symbols, the encoding only says where they are.")
+    if not torch.allclose(E1, E2, atol=1e-5):
+        fail("forward(X) - X changes with X: the encoding must be added to X, and not depend "
+             "on it (out = X + P[:n]).",
+             "X * P (multiplying) or a layer applied to X is not a positional encoding: "
+             "add the position vectors to X.")
+    if not torch.allclose(E1, E1[:1].expand_as(E1), atol=1e-6):
+        fail("the encoding differs between the examples of a batch: position i must get the "
+             "same vector in every sequence.",
+             "add a table of shape (1, n, num_hiddens) (or (n, num_hiddens)), broadcast over "
+             "the batch.")
+    if not torch.allclose(short - X1[:, :3], E1[:, :3], atol=1e-6):
+        fail("position 0 gets a different vector in a sequence of 3 than in a sequence of 7: "
+             "each position i must have its own vector whatever the sequence length.",
+             "slice the table from its start, P[:, :n] (the first n rows), not its end.")
+
+    with torch.no_grad():
+        added = module(torch.zeros(1, 8, d))[0]  # (8, d): what each position gets
     distinct = torch.cdist(added, added) + torch.eye(8) > 1e-6
     if not distinct.all():
         i, j = [int(k) for k in (~distinct).nonzero()[0]]
-        std = _start_std(module, num_hiddens)
+        std = _start_std(cls, d)
         fail(f"your encoding is not position-dependent: positions {i} and {j} get the same "
              "vector, so the model cannot tell them apart.",
              _scale_hint(std) if std < 1e-6 else
              "give every position its own vector: a table of shape (1, max_len, num_hiddens), "
              "sliced to the sequence length, not one vector broadcast over all positions.")
+
+    module.train()
+    weights = torch.randn(2, 7, d, generator=g)
+    out = call(module, torch.randn(2, 7, d, generator=g), name="forward")
+    grads = []
+    if out.requires_grad:
+        grads = torch.autograd.grad((out * weights).sum(), trainable, allow_unused=True)
+    if not any(gr is not None and gr.abs().sum() > 0 for gr in grads):
+        fail("no gradient reaches your encoding's parameters: training would never change them.",
+             "use the parameter itself in forward (X + self.P[:, :n]), not self.P.detach(), "
+             "self.P.data or a copy made in __init__.")
+    if any(gr is not None and not torch.isfinite(gr).all() for gr in grads):
+        fail("the gradient of your encoding's parameters contains NaN or inf.")
+    module.eval()
+    rank = _jacobian_rank(module, 5, d)
+    if rank < 5 * d:
+        what = {1: "one trainable number for all of them (e.g. a scale times the fixed "
+                   "sinusoid)", 5: "one trainable number per position, the same for every "
+                                   "feature", d: "one trainable vector shared by all positions"}
+        fail(f"for 5 positions of 16 features your encoding can learn only {rank} independent "
+             f"directions, not 5 x 16 = {5 * d}: {what.get(rank, 'too few free parameters')}."
+             " A learned encoding gives every position its own trainable vector.",
+             "a table with one row of num_hiddens trainable numbers per position: "
+             "nn.Parameter(torch.randn(1, max_len, num_hiddens)), or nn.Embedding(max_len, "
+             "num_hiddens) looked up at positions 0..n-1.")
+
+    _check_dropout(cls, d)
     if not train:
-        return passed("learned positional encoding (without the training test)")
+        return None
 
     accuracy = _order_model(cls)
     baseline = baseline_accuracy()
     if accuracy < baseline + MARGIN:
-        std = _start_std(module, num_hiddens)
+        std = _start_std(cls, d)
         fail(f"trained to reverse sequences of {TASK['min_len']} to {TASK['max_len']} symbols, "
              f"the model with your encoding gets {accuracy:.0%} of the positions right; the "
-             f"same model without positional encoding gets {baseline:.0%}. Yours must be at "
-             f"least {MARGIN:.0%} points better.",
+             f"best any model without positional information can do is {baseline:.1%}. Yours "
+             f"must be at least {MARGIN * 100:.0f} points better.",
              _scale_hint(std) if std < 0.3 else
-             "forward must return X plus the encoding: the token embeddings X carry the "
-             "symbols, the encoding only says where they are.")
-    print(f"Reversal: {accuracy:.0%} of positions right with your encoding, {baseline:.0%} "
-          f"without positional encoding.")
-    return passed("learned positional encoding")
+             "check the training of your table: it must be the encoding's only job to say "
+             "where each token is, with values about as large as the embeddings (std 1).")
+    return None
+
+
+def _check_dropout(cls, d):
+    """Train mode, dropout 0.5: every entry is 0 or (X + E) / 0.5, about half of them 0."""
+    p = DROPOUT
+    case = f"cls(16, dropout={p}) in train mode, X of shape (8, 20, 16)"
+    module = _make(cls, f"cls(16, dropout={p}, max_len=50)", d, p, max_len=50)
+    g = torch.Generator().manual_seed(66)
+    X = torch.randn(8, 20, d, generator=g)
+    with torch.no_grad(), seeded(1):
+        E = _forward(module.eval(), torch.zeros(1, 20, d), "zeros of shape (1, 20, 16), "
+                     f"eval mode, dropout={p}")
+        E2 = _forward(module, torch.zeros(1, 20, d), "the same, again")
+        Y = _forward(module.train(), X, case)
+    if not torch.equal(E, E2):
+        fail(f"in eval mode your encoding with dropout={p} gives different outputs for the "
+             "same input: dropout must be off in eval mode.",
+             "use nn.Dropout (or F.dropout(x, p, training=self.training)).")
+    Z, scale = X + E, 1 / (1 - p)
+    if _one_of(Y, [torch.zeros_like(Z), Z * scale]):
+        dropped = (Y == 0).double().mean().item()
+        se = math.sqrt(p * (1 - p) / Y.numel())
+        if abs(dropped - p) <= SE_TOLERANCE * se:
+            return
+        fail(f"on {case}, {dropped:.1%} of the entries are dropped (0); expected "
+             f"{p:.0%} (tolerance {SE_TOLERANCE} standard errors, {SE_TOLERANCE * se:.1%}).",
+             "use the dropout argument as the rate: nn.Dropout(dropout).")
+    if torch.allclose(Y, Z, atol=1e-5):
+        fail(f"on {case} no entry is dropped: your forward applies no dropout in train mode.",
+             "the exercise asks forward to add the position vectors and apply dropout: "
+             "return self.dropout(X + P[:, :n]) with self.dropout = nn.Dropout(dropout).")
+    kept = Y != 0
+    ratio = (Y[kept] / Z[kept]).median().item()
+    if _one_of(Y, [torch.zeros_like(Z), Z * ratio], atol=1e-4) and abs(ratio - scale) > 1e-3:
+        fail(f"on {case} the kept entries are (X + P) times {ratio:.3g}, the scaling of a "
+             f"dropout rate {1 - 1 / ratio:.2g}, not the dropout argument {p}.",
+             "pass the constructor's dropout argument to nn.Dropout; do not fix the rate.")
+    if _one_of(Y, [X, X + E * scale]):
+        fail(f"on {case} dropout acts on the position vectors only (X + dropout(P)).",
+             "apply dropout to the sum: dropout(X + P[:, :n]), as PositionalEncoding does.")
+    if _one_of(Y, [E, X * scale + E]):
+        fail(f"on {case} dropout acts on X only (dropout(X) + P).",
+             "apply dropout to the sum: dropout(X + P[:, :n]), as PositionalEncoding does.")
+    fail(f"on {case} the output is not dropout(X + P[:, :n]): each entry should be either 0 "
+         f"or (X + P) / (1 - {p}).",
+         "apply dropout once, to the sum X + P[:, :n], with the constructor's rate.")

@@ -1,20 +1,34 @@
 """Checkers for chapter 7's exercises: the causal mask and a pre-LayerNorm encoder block."""
 import torch
 
-from ._core import call, expect_close, expect_tensor, fail
+import torch.nn.functional as F
+
+from ._core import call, checker, expect_close, expect_gradients, expect_tensor, fail, \
+    is_close, seeded
 
 
 def _reference_mask(num_steps):
     return torch.tril(torch.ones(num_steps, num_steps, dtype=torch.bool))
 
 
+@checker("causal_mask")
 def check_causal_mask(fn):
     """Check `fn(num_steps)`: a (num_steps, num_steps) bool mask, True where query i may
-    attend key j, that is j <= i (scaled_dot_product_attention's convention)."""
-    for n in (4, 1, 2, 7):
+    attend key j, that is j <= i (scaled_dot_product_attention's convention), for lengths
+    from 1 to 2050 (past 64, 127 and 2048, where cached masks, int8 or float16 positions
+    break)."""
+    for n in (4, 1, 2, 7, 50, 65, 130, 300, 2050):
         case = f"num_steps={n}"
         mask = call(fn, n, name="causal_mask", case=case)
-        expect_tensor(mask, (n, n), what="the mask", case=case)
+        if isinstance(mask, torch.Tensor) and tuple(mask.shape) != (n, n) and \
+                mask.dim() == 3 and tuple(mask.shape[1:]) == (n, n):
+            fail(f"the mask has shape {tuple(mask.shape)} on {case}; expected ({n}, {n}).",
+                 "return the 2-D (num_steps, num_steps) mask; broadcasting adds batch axes "
+                 "where it is used.")
+        expect_tensor(mask, (n, n), what="the mask", case=case,
+                      hint="a mask of a fixed size (cached, or sliced from a fixed table) is "
+                           "too small for longer sequences: build it for num_steps."
+                      if n > 64 else None)
         if mask.dtype != torch.bool:
             fail(f"the mask has dtype {mask.dtype} on {case}; expected torch.bool "
                  "(True = may attend).",
@@ -29,6 +43,13 @@ def check_causal_mask(fn):
                  "nn.MultiheadAttention's masks use the opposite one (True = ignore).")
         wrong = (mask != expected).nonzero()
         i, j = (int(v) for v in wrong[0])
+        if n > 127:
+            hint = ("right for short sequences, wrong for long ones: int8 positions wrap "
+                    "around after 127, float16 ones are not exact past 2048 (keep "
+                    "torch.arange's int64), and a fixed window or table ends somewhere.")
+            fail(f"on {case}, mask[{i}, {j}] is {bool(mask[i, j])}, expected "
+                 f"{bool(expected[i, j])} ({int((mask != expected).sum())} entries wrong).",
+                 hint)
         if j > i:
             fail(f"on {case}, query {i} may attend key {j}, which is {j - i} step(s) in its "
                  f"future (mask[{i}, {j}] is True).",
@@ -39,32 +60,148 @@ def check_causal_mask(fn):
                  "the diagonal belongs to the past: position t sees positions <= t.")
         fail(f"on {case}, query {i} may not attend key {j}, which is in its past "
              f"(mask[{i}, {j}] is False).",
-             "keep every entry on and below the diagonal: key j <= query i.")
-    return "causal_mask: all checks passed."
+             "keep every entry on and below the diagonal: key j <= query i (the whole past, "
+             "not a window of recent steps).")
 
 
 def _reference_pre_norm(block, X, valid_lens):
     norm1, norm2 = block.addnorm1.ln, block.addnorm2.ln
-    Y = X + block.attention(norm1(X), norm1(X), norm1(X), valid_lens)
-    return Y + block.ffn(norm2(Y))
+    Z = norm1(X)
+    Y = X + block.addnorm1.dropout(block.attention(Z, Z, Z, valid_lens))
+    return Y + block.addnorm2.dropout(block.ffn(norm2(Y)))
 
 
-def check_pre_norm_block(cls):
-    """Check `cls(num_hiddens, ffn_num_hiddens, num_heads, dropout)`: a TransformerEncoderBlock
-    whose forward is pre-LayerNorm, X + Sublayer(LayerNorm(X)), for both sublayers."""
-    torch.manual_seed(0)
-    block = call(cls, 16, 32, 4, 0.0, name="PreNormEncoderBlock",
-                 case="PreNormEncoderBlock(16, 32, 4, 0.0)")
+def _mistakes(block):
+    """Forwards a learner may write instead, each with what is wrong about it."""
+    ln1, ln2, att, ffn = block.addnorm1.ln, block.addnorm2.ln, block.attention, block.ffn
+    d1, d2 = block.addnorm1.dropout, block.addnorm2.dropout
+
+    def plain(Y):
+        return F.layer_norm(Y, Y.shape[-1:])
+
+    def branch(X, lens, n1=ln1, n2=ln2, keys=None, ffn_in=None, outer=None, final=None):
+        Z = n1(X)
+        K = Z if keys is None else keys(X)
+        Y = X + d1(att(Z, K, K, lens))
+        Y = Y if outer is None else outer[0](Y)
+        out = Y + d2(ffn(n2(Y) if ffn_in is None else ffn_in(X, Y)))
+        return out if final is None else final(out)
+    return [
+        (lambda X, lens: block.addnorm2(block.addnorm1(X, att(X, X, X, lens)),
+                                        ffn(block.addnorm1(X, att(X, X, X, lens)))),
+         "your block is still post-LayerNorm: LayerNorm(X + Sublayer(X)).",
+         "in pre-LN the norm moves inside the residual branch: X + Sublayer(LayerNorm(X)), "
+         "and nothing normalises the sum."),
+        (lambda X, lens: branch(X, None), "your block ignores valid_lens: padded keys get "
+         "attention.", "pass valid_lens on to self.attention."),
+        (lambda X, lens: branch(X, lens, n1=ln2, n2=ln1),
+         "the two LayerNorms are swapped: self.addnorm2.ln is used before the attention and "
+         "self.addnorm1.ln before the FFN.",
+         "LN1 = self.addnorm1.ln goes before the attention, LN2 = self.addnorm2.ln before the "
+         "FFN (they have their own weights)."),
+        (lambda X, lens: branch(X, lens, n1=plain, n2=plain),
+         "your block normalises without the block's LayerNorm parameters (F.layer_norm "
+         "without weight and bias, or a new nn.LayerNorm).",
+         "use the block's own modules, self.addnorm1.ln and self.addnorm2.ln: their weights "
+         "and biases are trained."),
+        (lambda X, lens: branch(X, lens, outer=(ln1,), final=ln2),
+         "your block normalises the residual sums too (LayerNorm inside and outside; "
+         "calling self.addnorm1(X, ...) does this, since AddNorm returns LN(X + Y)).",
+         "pre-LN normalises only the sublayer's input: Y = X + Sublayer(LN(X)), and nothing "
+         "normalises Y. Use the parts self.addnorm1.ln and self.addnorm1.dropout, not the "
+         "AddNorm modules themselves."),
+        (lambda X, lens: _residual_from_normed(block, X, lens),
+         "the residual adds the normalised input, LN(X) + Sublayer(LN(X)).",
+         "the residual adds the un-normalised X: X + Sublayer(LN(X))."),
+        (lambda X, lens: branch(X, lens, keys=lambda X: X),
+         "only the queries are normalised: the keys and values are the raw X.",
+         "pass LN1(X) as queries, keys and values: attention(Z, Z, Z, valid_lens) with "
+         "Z = LN1(X)."),
+        (lambda X, lens: branch(X, lens, ffn_in=lambda X, Y: ln2(X)),
+         "the FFN sees LN2(X), the block's input, instead of LN2(Y), the output of the "
+         "attention sublayer.", "the second sublayer works on Y = X + attention(...): "
+         "Y + FFN(LN2(Y))."),
+        (lambda X, lens: _no_residual(block, X, lens, first=True),
+         "the attention sublayer has no residual: Y = attention(...) instead of "
+         "X + attention(...).", "add the block's input back: Y = X + dropout1(attention("
+         "LN1(X), ...))."),
+        (lambda X, lens: _no_residual(block, X, lens, first=False),
+         "the FFN sublayer has no residual: the output is FFN(LN2(Y)) instead of "
+         "Y + FFN(LN2(Y)).", "add Y back: Y + dropout2(ffn(LN2(Y)))."),
+        (lambda X, lens: branch(X, lens, final=ln2),
+         "your block ends with a LayerNorm of its output.",
+         "pre-LN blocks do not normalise their output: the single final LayerNorm comes "
+         "after the last block, outside this class."),
+    ]
+
+
+def _no_residual(block, X, lens, first):
+    Z = block.addnorm1.ln(X)
+    A = block.addnorm1.dropout(block.attention(Z, Z, Z, lens))
+    Y = A if first else X + A
+    F_ = block.addnorm2.dropout(block.ffn(block.addnorm2.ln(Y)))
+    return Y + F_ if first else F_
+
+
+def _residual_from_normed(block, X, lens):
+    Z = block.addnorm1.ln(X)
+    Y = Z + block.addnorm1.dropout(block.attention(Z, Z, Z, lens))
+    Z2 = block.addnorm2.ln(Y)
+    return Z2 + block.addnorm2.dropout(block.ffn(Z2))
+
+
+def _dropout_mistakes(block):
+    ln1, ln2, att, ffn = block.addnorm1.ln, block.addnorm2.ln, block.attention, block.ffn
+    d1, d2 = block.addnorm1.dropout, block.addnorm2.dropout
+
+    def no_dropout(X, lens):
+        Z = ln1(X)
+        Y = X + att(Z, Z, Z, lens)
+        return Y + ffn(ln2(Y))
+
+    def on_sum(X, lens):
+        Z = ln1(X)
+        Y = d1(X + att(Z, Z, Z, lens))
+        return d2(Y + ffn(ln2(Y)))
+
+    def on_input(X, lens):
+        Z = d1(ln1(X))
+        Y = X + att(Z, Z, Z, lens)
+        return Y + ffn(d2(ln2(Y)))
+    return [(no_dropout, "no dropout is applied to the sublayer outputs."),
+            (on_sum, "dropout is applied to the residual sum X + Sublayer(...), which also "
+                     "drops entries of X itself."),
+            (on_input, "dropout is applied to the sublayer's input LN(X), not its output.")]
+
+
+def _block(cls, dropout, case):
+    with seeded(0):
+        block = call(cls, 16, 32, 4, dropout, name="PreNormEncoderBlock", case=case)
     for part in ("attention", "addnorm1", "ffn", "addnorm2"):
         if not hasattr(block, part):
             fail(f"your block has no `{part}`.",
                  "subclass TransformerEncoderBlock and override only forward, so the block "
                  "keeps its attention, addnorm1.ln, ffn and addnorm2.ln.")
     with torch.no_grad():  # LayerNorm starts as the identity affine map: make it visible
+        g = torch.Generator().manual_seed(2)
         for ln in (block.addnorm1.ln, block.addnorm2.ln):
-            ln.weight.uniform_(0.5, 1.5)
-            ln.bias.uniform_(-0.5, 0.5)
-    block.eval()
+            ln.weight.copy_(0.5 + torch.rand(ln.weight.shape, generator=g))
+            ln.bias.copy_(torch.rand(ln.bias.shape, generator=g) - 0.5)
+    return block
+
+
+_FORMULA = ("Y = X + dropout1(attention(LN1(X), LN1(X), LN1(X), valid_lens)), then "
+            "Y + dropout2(ffn(LN2(Y))), with LN1 = self.addnorm1.ln, LN2 = self.addnorm2.ln, "
+            "dropout1 = self.addnorm1.dropout, dropout2 = self.addnorm2.dropout.")
+
+
+@checker("PreNormEncoderBlock")
+def check_pre_norm_block(cls):
+    """Check `cls(num_hiddens, ffn_num_hiddens, num_heads, dropout)`: a TransformerEncoderBlock
+    whose forward is pre-LayerNorm, X + Dropout(Sublayer(LayerNorm(X))), for both sublayers:
+    in eval mode, its gradients, and in train mode with dropout 0.5 (same random seed as the
+    reference, so the dropout masks must fall where the reference's do)."""
+    block = _block(cls, 0.0, "PreNormEncoderBlock(16, 32, 4, 0.0)").eval()
     g = torch.Generator().manual_seed(1)
     X = 3 + 2 * torch.randn(2, 6, 16, generator=g)  # far from mean 0, std 1
     valid_lens = torch.tensor([6, 3])
@@ -73,17 +210,39 @@ def check_pre_norm_block(cls):
         out = call(block, X, valid_lens, name="your block", case=case)
         expect_tensor(out, X.shape, what="the block's output", case=case)
         expected = _reference_pre_norm(block, X, valid_lens)
-        Y = block.addnorm1(X, block.attention(X, X, X, valid_lens))  # post-LN, as before
-        post = block.addnorm2(Y, block.ffn(Y))
-        if torch.allclose(out, post, atol=1e-5):
-            fail(f"on {case} your block is still post-LayerNorm: LayerNorm(X + Sublayer(X)).",
-                 "in pre-LN the norm moves inside the residual branch: "
-                 "X + Sublayer(LayerNorm(X)), and nothing normalises the sum.")
-        if torch.allclose(out, _reference_pre_norm(block, X, None), atol=1e-5):
-            fail(f"on {case} your block ignores valid_lens: padded keys get attention.",
-                 "pass valid_lens on to self.attention.")
+        if not is_close(out, expected, atol=1e-4, rtol=1e-4):
+            for mistake, what, hint in _mistakes(block):
+                if is_close(out, mistake(X, valid_lens), atol=1e-4, rtol=1e-4):
+                    fail(f"on {case}, {what}", hint)
         expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
-                     hint="Y = X + attention(LN1(X), LN1(X), LN1(X), valid_lens), then "
-                          "Y + ffn(LN2(Y)), with LN1 = self.addnorm1.ln, "
-                          "LN2 = self.addnorm2.ln; the residual adds the un-normalised X.")
-    return "PreNormEncoderBlock: all checks passed."
+                     hint=_FORMULA + " The residual adds the un-normalised X.")
+    expect_gradients(lambda x: block(x, valid_lens),
+                     lambda x: _reference_pre_norm(block, x, valid_lens), [("X", X)],
+                     params=[(name, p) for name, p in block.named_parameters()],
+                     reference_dtype=None, name="your block",
+                     case=case + " (gradients with respect to X and the block's parameters)",
+                     wrong_hint="the output is right, but part of it is hidden from autograd "
+                                "(e.g. X.detach() in the residual): the gradient must flow "
+                                "through both the residual and the sublayer.")
+
+    p = 0.5
+    block = _block(cls, p, f"PreNormEncoderBlock(16, 32, 4, {p})").train()
+    case = f"X of shape (2, 6, 16) with valid_lens [6, 3], dropout {p}, train mode, the same " \
+           "random seed as the reference"
+    with torch.no_grad():
+        with seeded(7):
+            out = call(block, X, valid_lens, name="your block", case=case)
+        expect_tensor(out, X.shape, what="the block's output", case=case)
+        with seeded(7):
+            expected = _reference_pre_norm(block, X, valid_lens)
+        if is_close(out, expected, atol=1e-4, rtol=1e-4):
+            return None
+        for mistake, what in _dropout_mistakes(block):
+            with seeded(7):
+                alternative = mistake(X, valid_lens)
+            if is_close(out, alternative, atol=1e-4, rtol=1e-4):
+                fail(f"on {case}, {what}", _FORMULA)
+        expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
+                     hint="in train mode the dropouts must sit on the sublayer outputs, with "
+                          "the block's own rate: " + _FORMULA)
+    return None

@@ -1,9 +1,46 @@
-"""Checkers for chapter 8's exercises: BERT's 80/10/10 masking, and its parameter count."""
+"""Checkers for chapter 8's exercises: BERT's 80/10/10 masking, and its parameter count.
+
+The masking checker is statistical. It calls the learner's function three times on the same
+4000 x 32 batch (about 90,000 ordinary positions per call; the global random generators are
+seeded first, so the verdict is the same on every run) and tests, on the pooled calls:
+
+  test                                              tolerance   false failure of a right
+                                                                solution (exact binomial
+                                                                or Edgeworth-corrected)
+  share of ordinary positions chosen = 0.15         5.5 SE      3.8e-8
+  share of chosen positions made [MASK] = 0.8       5.5 SE      3.8e-8
+  share of chosen positions left unchanged
+    = 0.1 + 0.1 q, q in [0, 1/60] (a random token
+    may equal the original one)                     5.5 SE      < 4.0e-8
+  chosen counts per row: dispersion index D = 1     5.5 SE      < 1e-7 (both tails)
+  [MASK] counts per row among the chosen: D = 1     5.5 SE      < 1e-7
+  chosen share per column (32 columns, max |z|)     6 SE        32 x 2.0e-9 = 6.3e-8
+  replacements per ordinary id (60 ids)             [5, 79]     < 4e-8
+                                                    of ~2200 x 1.5
+  total                                                         < 5e-7 (below one in a
+                                                                million)
+
+The dispersion index of counts c_r ~ Binomial(m_r, p), independent rows, is
+D = mean_r (c_r - m_r p)^2 / (m_r p (1 - p)): its mean is exactly 1 and its variance is
+sum_r (2 + (1 - 6 p (1 - p)) / (m_r p (1 - p))) / R^2, which the checker computes from the
+data; its skewness over R = 12000 rows is about 0.03, which at 5.5 SE less than doubles the
+normal tail (3.8e-8 per side). One draw per row gives D near 30, exactly 15% of every row
+(d2l's and BERT's own scheme, not what the exercise asks) gives D near 0, and neighbouring
+positions chosen together give D near 2. `tests/test_checks_ch08.py` recomputes these rates.
+"""
+import functools
+import math
+import numbers
+
 import torch
 
-from ._core import call, expect_tensor, fail
+from ._core import call, checker, fail, forbidden
 
 IGNORE = -100
+SE_TOLERANCE = 5.5      # the rates and dispersion indices
+COLUMN_TOLERANCE = 6.0  # the largest of the 32 per-column z-scores
+CALLS = 3
+P_CHOOSE, P_MASK, P_KEEP = 0.15, 0.8, 0.1
 
 
 def _masking_vocab():
@@ -18,7 +55,7 @@ def _masking_batch(vocab, num_rows=4000, max_len=32, seed=0):
     g = torch.Generator().manual_seed(seed)
     tokens = torch.randint(vocab.num_specials, len(vocab), (num_rows, max_len), generator=g)
     tokens[torch.rand(tokens.shape, generator=g) < 0.03] = vocab.unk
-    lengths = torch.randint(12, max_len + 1, (num_rows,), generator=g)  # valid lengths
+    lengths = torch.randint(20, max_len + 1, (num_rows,), generator=g)  # valid lengths
     split = torch.randint(4, 10, (num_rows,), generator=g)              # where b starts
     rows = torch.arange(num_rows)
     tokens[:, 0] = vocab.cls
@@ -32,37 +69,56 @@ def _share(mask, within):
     return mask[within].float().mean().item() if within.any() else 0.0
 
 
-def check_mlm_masking(fn):
-    """Check `fn(tokens, vocab)` -> (inputs, labels), BERT's masking, on 128,000 positions.
+def _z(count, total, p):
+    return (count - total * p) / math.sqrt(total * p * (1 - p)) if total else 0.0
 
-    Statistical: the rates must be within tolerances about 8 standard errors wide, so a right
-    solution fails with probability far below one in a million, whatever its random draws.
-    """
-    vocab = _masking_vocab()
-    tokens = _masking_batch(vocab)
-    case = f"a batch of {tokens.shape[0]} BERT inputs of length {tokens.shape[1]}"
+
+def _dispersion(counts, trials, p):
+    """Dispersion index of binomial counts per row, and its standard error (rows with
+    trials >= 1)."""
+    use = trials > 0
+    c, m = counts[use].double(), trials[use].double()
+    var = m * p * (1 - p)
+    D = ((c - m * p) ** 2 / var).mean().item()
+    se = math.sqrt((2 + (1 - 6 * p * (1 - p)) / var).sum().item()) / use.sum().item()
+    return D, se
+
+
+def _one_call(fn, tokens, vocab, case):
     given = tokens.clone()
-    with torch.random.fork_rng():  # reproducible for the learner, and their RNG is untouched
-        torch.manual_seed(0)
-        result = call(fn, given, vocab, name="mask_tokens", case=case)
-    if not isinstance(result, tuple) or len(result) != 2:
-        fail(f"mask_tokens should return a pair (inputs, labels), got {type(result).__name__}.")
+    result = call(fn, given, vocab, name="mask_tokens", case=case)
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        fail(f"mask_tokens should return a tuple (inputs, labels), got "
+             f"{type(result).__name__} on {case}.")
     inputs, labels = result
-    expect_tensor(inputs, tokens.shape, torch.long, what="inputs", case=case)
-    expect_tensor(labels, tokens.shape, torch.long, what="labels", case=case)
+    for name, value in (("inputs", inputs), ("labels", labels)):
+        if not isinstance(value, torch.Tensor):
+            fail(f"{name} should be a torch.Tensor on {case}, got a {type(value).__name__}.",
+                 "build them with torch (torch.where, torch.rand...), not NumPy.")
+        if tuple(value.shape) != tuple(tokens.shape):
+            fail(f"{name} has shape {tuple(value.shape)} on {case}; expected "
+                 f"{tuple(tokens.shape)}, the shape of tokens.")
+        if value.dtype != torch.long:
+            fail(f"{name} has dtype {value.dtype} on {case}; expected torch.long (token ids).",
+                 "cross_entropy needs integer labels: build them from tokens, e.g. "
+                 "torch.where(chosen, tokens, IGNORE), which keeps the dtype.")
     if not torch.equal(given, tokens):
         fail("mask_tokens changed the `tokens` tensor it was given.",
              "build new tensors (torch.where, or tokens.clone() first): the caller may "
              "need the original tokens, and they are the labels.")
+    return inputs.cpu(), labels.cpu()
 
-    most_common = labels.flatten().mode().values.item()
-    if most_common != IGNORE:
-        fail(f"most labels are {most_common}; positions that were not chosen must have label "
-             "-100 (book.bert.IGNORE), the value cross_entropy(..., ignore_index=-100) skips.")
+
+def _check_labels(inputs, labels, tokens, vocab):
     special = tokens < vocab.num_specials
     ordinary = ~special
     labelled = labels != IGNORE
     changed = inputs != tokens
+    if labelled[ordinary].float().mean() > 0.5:
+        fail(f"{labelled[ordinary].float().mean():.0%} of the ordinary positions have a label:"
+             " only the chosen 15% get one (their original token); every other position "
+             "gets -100 (book.bert.IGNORE), which cross_entropy(..., ignore_index=-100) "
+             "skips.")
     touched = (changed | labelled) & special
     if touched.any():
         i, j = touched.nonzero()[0].tolist()
@@ -72,53 +128,151 @@ def check_mlm_masking(fn):
              "predicted; choose only ordinary tokens.",
              "ordinary tokens are those with id >= vocab.num_specials.")
     if (changed & ~labelled).any():
-        fail("some positions were changed but have label -100: every position you change "
-             "must be predicted, so its label is the original token.")
+        i, j = (changed & ~labelled).nonzero()[0].tolist()
+        fail(f"position [{i}, {j}] was changed (from {tokens[i, j].item()} to "
+             f"{inputs[i, j].item()}) but has label -100: every position you change must be "
+             "predicted, so its label is the original token.")
     wrong_label = labelled & (labels != tokens)
     if wrong_label.any():
         i, j = wrong_label.nonzero()[0].tolist()
         fail(f"labels[{i}, {j}] is {labels[i, j].item()}, but the original token there is "
              f"{tokens[i, j].item()}: the label of a chosen position is the token it had "
              "before masking; positions that were not chosen get -100.")
+    bad = labelled & changed & (inputs != vocab.mask) & (inputs < vocab.num_specials)
+    if bad.any():
+        i, j = bad.nonzero()[0].tolist()
+        fail(f"position [{i}, {j}] was replaced by the special token "
+             f"{vocab.idx_to_token[inputs[i, j].item()]}: draw random replacements from the "
+             "ordinary tokens, ids vocab.num_specials to len(vocab) - 1.")
 
-    rate = _share(labelled, ordinary)
-    changed_rate = _share(changed, ordinary)
-    if rate > 0.17 and abs(changed_rate - 0.135) < 0.015:
-        fail(f"{rate:.0%} of the ordinary positions have a label, but only {changed_rate:.1%} "
-             "were changed: you put labels on positions that were not chosen.",
-             "only the chosen 15% get a label; all other positions get -100 (IGNORE), "
-             "which the loss skips.")
-    if abs(rate - 0.15) > 0.01:
-        fail(f"{rate:.1%} of the ordinary positions were chosen (labelled); expected 15% "
-             "(tolerance 1 point).", "choose each ordinary position with probability 0.15.")
-    column_rates = labelled.float().sum(0) / ordinary.float().sum(0).clamp_min(1)
-    busy = ordinary.float().sum(0) > 1000   # positions with enough ordinary tokens
-    if ((column_rates[busy] - 0.15).abs() > 0.05).any():
-        fail("the chosen share differs a lot between positions in the sequence "
-             f"(from {column_rates[busy].min():.0%} to {column_rates[busy].max():.0%}): "
-             "choose the positions at random, not by a fixed pattern.")
 
+def _rate_fail(what, seen, expected, total, tolerance, hint):
+    se = math.sqrt(expected * (1 - expected) / total)
+    fail(f"{what}: {seen:.2%}, expected {expected:.0%} (measured on {total:,} positions over "
+         f"{CALLS} calls: {abs(seen - expected) / se:.1f} standard errors off, the tolerance "
+         f"is {tolerance}).", hint)
+
+
+@checker("mask_tokens")
+def check_mlm_masking(fn):
+    """Check `fn(tokens, vocab)` -> (inputs, labels), BERT's masking: the rates, the
+    independence of the choices within rows and between calls, the 80/10/10 decision per
+    position, and random replacements over the whole vocabulary (see the module's doc)."""
+    vocab = _masking_vocab()
+    tokens = _masking_batch(vocab)
+    case = f"a batch of {tokens.shape[0]} BERT inputs of length {tokens.shape[1]}"
+    results = [_one_call(fn, tokens, vocab, case) for _ in range(CALLS)]
+    for inputs, labels in results:
+        _check_labels(inputs, labels, tokens, vocab)
+    if all(torch.equal(results[0][1], r[1]) and torch.equal(results[0][0], r[0])
+           for r in results[1:]):
+        fail(f"{CALLS} calls of mask_tokens on the same tokens gave the same masks: a new "
+             "batch must get new random choices.",
+             "do not seed inside the function (no torch.manual_seed, no Generator seeded "
+             "there): draw from the global random generator, or from one passed in.")
+
+    T = tokens.repeat(CALLS, 1)
+    inputs = torch.cat([r[0] for r in results])
+    labels = torch.cat([r[1] for r in results])
+    ordinary = T >= vocab.num_specials
+    labelled = labels != IGNORE
+    changed = inputs != T
     to_mask = labelled & (inputs == vocab.mask)
+    kept = labelled & ~changed
     to_random = labelled & changed & (inputs != vocab.mask)
-    same = labelled & ~changed
-    shares = [_share(m, labelled) for m in (to_mask, to_random, same)]
-    seen = f"[MASK] {shares[0]:.1%}, random {shares[1]:.1%}, unchanged {shares[2]:.1%}"
-    if abs(shares[0] - 0.8) > 0.03 or abs(shares[1] - 0.1) > 0.02 or abs(shares[2] - 0.1) > 0.02:
+    n_ord, n_chosen = int(ordinary.sum()), int(labelled.sum())
+
+    if n_chosen and kept.sum() == 0 and to_random.sum() > 0:
+        fail(f"none of the {n_chosen:,} labelled positions kept its original token: the 10% "
+             "of chosen positions that stay unchanged must still have a label (their "
+             "original token); you labelled only the positions you changed.",
+             "labels = torch.where(chosen, tokens, IGNORE), with `chosen` the 15% drawn "
+             "first, whatever happens to the input there.")
+    busy = ordinary.sum(0) > 0
+    pooled = n_chosen / max(n_ord, 1)  # homogeneity: each column against the pooled rate
+    col_z = torch.tensor([_z(int(labelled[:, j].sum()), int(ordinary[:, j].sum()), pooled)
+                          for j in range(T.shape[1]) if busy[j]])
+    if 0 < pooled < 1 and col_z.numel() and col_z.abs().max() > COLUMN_TOLERANCE:
+        col_rates = labelled.sum(0)[busy].double() / ordinary.sum(0)[busy].double()
+        fail("the chosen share differs between positions in the sequence more than chance "
+             f"allows (from {col_rates.min():.1%} to {col_rates.max():.1%}, largest z-score "
+             f"{col_z.abs().max():.1f}, tolerance {COLUMN_TOLERANCE}): choose the positions "
+             "at random, not by a fixed pattern or one draw per column.")
+
+    rate = n_chosen / max(n_ord, 1)
+    if abs(_z(n_chosen, n_ord, P_CHOOSE)) > SE_TOLERANCE:
+        _rate_fail("the share of ordinary positions chosen (labelled)", rate, P_CHOOSE, n_ord,
+                   f"{SE_TOLERANCE} standard errors",
+                   "choose each ordinary position with probability 0.15, e.g. "
+                   "torch.rand(tokens.shape) < 0.15, and label every chosen one.")
+
+    rows_c, rows_m = labelled.sum(1), ordinary.sum(1)
+    D, se = _dispersion(rows_c, rows_m, P_CHOOSE)
+    if abs(D - 1) > SE_TOLERANCE * se:
+        if D > 1:
+            why = ("the rows differ more than independent choices allow: positions are "
+                   "chosen together (a draw per row, per pair of neighbours, or per span).")
+        else:
+            why = ("the rows are more alike than independent choices allow: a fixed number "
+                   "of positions per row (e.g. round(15%) of each row) is not 'each position "
+                   "independently'.")
+        fail(f"the number of chosen positions per row spreads with a dispersion index of "
+             f"{D:.2f} (variance of the counts over the binomial variance); independent "
+             f"choices give 1 +- {se:.3f} (tolerance {SE_TOLERANCE} standard errors). {why}",
+             "draw one random number per position (torch.rand(tokens.shape) < 0.15), not "
+             "per row, and do not fix the count.")
+
+    mask_share = to_mask.sum().item() / max(n_chosen, 1)
+    keep_share = kept.sum().item() / max(n_chosen, 1)
+    seen = (f"[MASK] {mask_share:.1%}, random {to_random.sum().item() / max(n_chosen, 1):.1%}"
+            f", unchanged {keep_share:.1%}")
+    split_hint = ("draw one uniform number per chosen position: < 0.8 -> [MASK], 0.8 to 0.9 "
+                  "-> a random ordinary token, otherwise keep the token.")
+    if abs(_z(to_mask.sum().item(), n_chosen, P_MASK)) > SE_TOLERANCE:
         fail(f"of the chosen positions, expected 80% [MASK], 10% a random token, 10% "
-             f"unchanged (tolerances 3, 2, 2 points); got {seen}.",
-             "draw one uniform number per chosen position: < 0.8 -> [MASK], "
-             "0.8 to 0.9 -> random token, otherwise keep the token.")
+             f"unchanged; got {seen} ({abs(_z(to_mask.sum().item(), n_chosen, P_MASK)):.1f} "
+             f"standard errors off for [MASK], tolerance {SE_TOLERANCE}).", split_hint)
+    q = 1 / (len(vocab) - vocab.num_specials)  # chance that a random token is the original
+    centre, slack = P_KEEP * (1 + q / 2), P_KEEP * q / 2
+    se_keep = math.sqrt(centre * (1 - centre) / max(n_chosen, 1))
+    if abs(keep_share - centre) > slack + SE_TOLERANCE * se_keep:
+        fail(f"of the chosen positions, expected 80% [MASK], 10% a random token, 10% "
+             f"unchanged; got {seen} (the unchanged share is "
+             f"{abs(keep_share - centre) / se_keep:.1f} standard errors off, tolerance "
+             f"{SE_TOLERANCE}).", split_hint)
+
+    D2, se2 = _dispersion(to_mask.sum(1), labelled.sum(1), P_MASK)
+    if abs(D2 - 1) > SE_TOLERANCE * se2:
+        fail(f"the [MASK] count among each row's chosen positions spreads with a dispersion "
+             f"index of {D2:.2f}; independent 80/10/10 decisions give 1 +- {se2:.3f}: the "
+             "decision is not drawn for each position on its own (e.g. once per row).",
+             split_hint)
+
     replacements = inputs[to_random]
-    if (replacements < vocab.num_specials).any():
-        fail("a random replacement was a special token; draw replacements from the ordinary "
-             "tokens, ids vocab.num_specials to len(vocab) - 1.")
-    if replacements.unique().numel() < 0.8 * (len(vocab) - vocab.num_specials):
-        fail(f"the random replacements used only {replacements.unique().numel()} different "
-             f"tokens of the {len(vocab) - vocab.num_specials} ordinary ones; draw them "
-             "uniformly from the whole vocabulary of ordinary tokens.")
-    return f"mask_tokens: all checks passed ({seen} of the chosen positions)."
+    counts = torch.bincount(replacements - vocab.num_specials,
+                            minlength=len(vocab) - vocab.num_specials)
+    low, high = _replacement_bounds(len(replacements), len(vocab) - vocab.num_specials)
+    if (counts < low).any() or (counts > high).any():
+        ids = (counts < low).nonzero().flatten() + vocab.num_specials
+        rare = f"ids {ids[:6].tolist()} appear {counts[counts < low][:6].tolist()} times" \
+            if len(ids) else f"the most frequent appears {counts.max().item()} times"
+        fail(f"the {len(replacements):,} random replacements are not spread over the "
+             f"{len(counts)} ordinary tokens: {rare}, while each should appear about "
+             f"{len(replacements) / len(counts):.0f} times (allowed: {low} to {high}).",
+             "draw replacements uniformly from all ordinary ids: torch.randint("
+             "vocab.num_specials, len(vocab), ...) (randint's upper bound is excluded).")
 
 
+def _replacement_bounds(n, k):
+    """Bounds for the count of each of k ids among n uniform draws: below 5 is all but
+    impossible (P(count <= 4) < 1e-9 for n / k >= 30); above mean + 7 SE too."""
+    mean, se = n / k, math.sqrt(n * (1 / k) * (1 - 1 / k))
+    return (5 if mean >= 30 else 0), math.ceil(mean + 7 * se)
+
+
+# -- Exercise 8.2: the parameter count --------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
 def _reference_param_count(vocab_size, num_hiddens, ffn_num_hiddens, num_blks, max_len):
     from ..bert import BERTModel, num_params
 
@@ -129,50 +283,137 @@ def _reference_param_count(vocab_size, num_hiddens, ffn_num_hiddens, num_blks, m
     return num_params(model)
 
 
-def _parts(V, H, F, L, P):
-    """What a wrong count is often missing (or counting twice): name -> number."""
-    block = 4 * (H * H + H) + (H * F + F) + (F * H + H) + 2 * 2 * H
-    return {
-        "the position embeddings (max_len x num_hiddens)": P * H,
-        "the segment embeddings (2 x num_hiddens)": 2 * H,
-        "the LayerNorm after the embeddings (2 x num_hiddens)": 2 * H,
-        "the two LayerNorms of every block (4 x num_hiddens per block)": 4 * H * L,
-        "the biases of the four attention projections (4 x num_hiddens per block)":
-            4 * H * L,
-        "the biases of the FFN (ffn_num_hiddens + num_hiddens per block)": (F + H) * L,
-        "the pooler (a num_hiddens x num_hiddens layer with bias)": H * H + H,
-        "the MLM head's output layer (num_hiddens x vocab_size, plus bias)": H * V + V,
-        "the MLM head's hidden layer and LayerNorm": H * H + H + 2 * H,
-        "the NSP head (num_hiddens x 2, plus bias)": 2 * H + 2,
-        "one encoder block": block,
-        "the token embeddings (vocab_size x num_hiddens)": V * H,
-    }
+def _count(V, H, F, L, P, *, emb_ln=True, pos=True, seg=2, att=4, att_bias=True,
+           ffn_bias=True, block_lns=2, pooler=True, mlm_ln=True, mlm_hidden=True,
+           mlm_out_bias=True, tied=False, nsp=True, nsp_bias=True, ln=2):
+    """BERTModel's count by parts, with switches for the usual slips."""
+    embeddings = V * H + seg * H + (P * H if pos else 0) + (ln * H if emb_ln else 0)
+    block = att * (H * H + (H if att_bias else 0)) + H * F + F * H + \
+        ((F + H) if ffn_bias else 0) + block_lns * ln * H
+    mlm = ((H * H + H) if mlm_hidden else 0) + (ln * H if mlm_ln else 0) + \
+        (0 if tied else H * V) + (V if mlm_out_bias else 0)
+    return embeddings + L * block + ((H * H + H) if pooler else 0) + mlm + \
+        ((2 * H + (2 if nsp_bias else 0)) if nsp else 0)
 
 
+_SLIPS = [  # (switches, what a count with them does)
+    (dict(mlm_ln=False), "leaves out the MLM head's LayerNorm (2 x num_hiddens)"),
+    (dict(mlm_hidden=False), "leaves out the MLM head's hidden layer (num_hiddens x "
+                             "num_hiddens + num_hiddens)"),
+    (dict(emb_ln=False), "leaves out the LayerNorm after the embeddings (2 x num_hiddens)"),
+    (dict(pooler=False), "leaves out the pooler (a num_hiddens x num_hiddens layer with "
+                         "bias)"),
+    (dict(pos=False), "leaves out the position embeddings (max_len x num_hiddens)"),
+    (dict(seg=0), "leaves out the segment embeddings (2 x num_hiddens)"),
+    (dict(att_bias=False), "leaves out the biases of the four attention projections "
+                           "(4 x num_hiddens per block)"),
+    (dict(ffn_bias=False), "leaves out the biases of the FFN (ffn_num_hiddens + num_hiddens "
+                           "per block)"),
+    (dict(block_lns=1), "counts one LayerNorm per block instead of two (2 x num_hiddens "
+                        "missing per block)"),
+    (dict(block_lns=0), "leaves out the two LayerNorms of every block (4 x num_hiddens per "
+                        "block)"),
+    (dict(mlm_out_bias=False), "leaves out the bias of the MLM output layer (vocab_size)"),
+    (dict(tied=True), "leaves out the MLM output layer's weight (num_hiddens x vocab_size), "
+                      "which BERTModel does not tie to the token embeddings"),
+    (dict(nsp_bias=False), "leaves out the bias of the NSP head (2)"),
+    (dict(nsp=False), "leaves out the NSP head (num_hiddens x 2 + 2)"),
+    (dict(att=3), "counts three attention projections per block instead of four (W_q, "
+                  "W_k, W_v and the output projection W_o)"),
+    (dict(ln=1), "counts a LayerNorm(H) as H parameters; it has 2H (a scale and a shift per "
+                 "feature)"),
+    (dict(F=4), "uses 4 x num_hiddens as the FFN's hidden size instead of ffn_num_hiddens"),
+    (dict(P=512), "uses max_len = 512 instead of the max_len argument"),
+    (dict(seg="P"), "gives the segment embeddings max_len rows instead of 2"),
+]
+
+
+def _slip_count(config, kw):
+    V, H, F, L, P = config
+    kw = dict(kw)
+    F = 4 * H if kw.pop("F", None) == 4 else F
+    P = 512 if kw.pop("P", None) == 512 else P
+    if kw.get("seg") == "P":
+        kw["seg"] = P
+    return _count(V, H, F, L, P, **kw)
+
+
+def _named_slips(got, configs):
+    """Every slip (or pair of slips) whose count equals the learner's on every
+    configuration (several when they cannot be told apart, e.g. two LayerNorms of 2H)."""
+    found = [what for kw, what in _SLIPS
+             if all(_slip_count(c, kw) == g for c, g in zip(configs, got))]
+    if found:
+        return found
+    for i, (kw1, what1) in enumerate(_SLIPS):
+        for kw2, what2 in _SLIPS[i + 1:]:
+            if set(kw1) & set(kw2):
+                continue
+            if all(_slip_count(c, {**kw1, **kw2}) == g for c, g in zip(configs, got)):
+                found.append(f"{what1}, and {what2}")
+    return found
+
+
+def _as_int(got):
+    """The learner's count as a Python int, if it is one in value (numpy ints, 0-d tensors
+    and integral floats included); None otherwise."""
+    if isinstance(got, bool):
+        return None
+    if isinstance(got, torch.Tensor):
+        if got.numel() != 1:
+            return None
+        got = got.item()
+    if hasattr(got, "item") and getattr(got, "shape", None) == ():  # a NumPy scalar/0-d array
+        got = got.item()
+    if isinstance(got, numbers.Integral):
+        return int(got)
+    if isinstance(got, float) and got.is_integer():
+        return int(got)
+    return None
+
+
+def _building_refused():
+    from .. import bert, transformer
+
+    return [(bert.BERTModel, "__init__"), (bert.BERTEncoder, "__init__"),
+            (bert.MaskLM, "__init__"), (transformer.TransformerEncoderBlock, "__init__")]
+
+
+@checker("bert_param_count")
 def check_bert_param_count(fn):
     """Check `fn(vocab_size, num_hiddens, ffn_num_hiddens, num_blks, max_len)` -> int, the
-    number of parameters of book.bert.BERTModel, against the model itself (meta device)."""
+    number of parameters of book.bert.BERTModel, against the model itself (meta device), on
+    five configurations; a wrong count is matched against the usual slips on all five."""
     cases = [(100, 16, 40, 1, 20), (500, 32, 64, 3, 64), (1293, 128, 256, 2, 64),
              (30522, 768, 3072, 12, 512), (30522, 1024, 4096, 24, 512)]
-    for V, H, F, L, P in cases:
+    expected = [_reference_param_count(*c) for c in cases]
+    got = []
+    why = "the exercise asks for the count by formula (do not build the model)."
+    for (V, H, F, L, P), want in zip(cases, expected):
         case = (f"vocab_size={V}, num_hiddens={H}, ffn_num_hiddens={F}, num_blks={L}, "
                 f"max_len={P}")
-        got = call(fn, V, H, F, L, P, name="bert_param_count", case=case)
-        if isinstance(got, torch.Tensor) and got.numel() == 1:
-            got = got.item()
-        if isinstance(got, float) and got.is_integer():
-            got = int(got)
-        if not isinstance(got, int):
-            fail(f"bert_param_count should return an int, got {type(got).__name__} on {case}.")
-        expected = _reference_param_count(V, H, F, L, P)
-        if got != expected:
-            diff = expected - got
-            hints = [name for name, n in _parts(V, H, F, L, P).items() if n == abs(diff)]
-            what = "missing" if diff > 0 else "counted too many"
-            hint = (f"{abs(diff):,} parameters {what}: exactly the size of "
-                    + " or ".join(hints) + ".") if hints else (
-                "count part by part: embeddings (token, segment, position, LayerNorm), "
-                "num_blks x (attention 4(H^2+H), FFN, two LayerNorms), pooler, MLM, NSP.")
-            fail(f"bert_param_count gives {got:,} on {case}; the model has {expected:,} "
-                 f"(off by {diff:+,}).", hint)
-    return "bert_param_count: all checks passed."
+        with forbidden(_building_refused(), why):
+            value = call(fn, V, H, F, L, P, name="bert_param_count", case=case)
+        count = _as_int(value)
+        if count is None:
+            fail(f"bert_param_count should return a whole number (an int), got "
+                 f"{type(value).__name__} {str(value)[:60]} on {case}.",
+                 "return the total only, as a number: no tuple, string or print.")
+        got.append(count)
+    if got == expected:
+        return None
+    for (V, H, F, L, P), want, count in zip(cases, expected, got):
+        if count != want:
+            case = (f"vocab_size={V}, num_hiddens={H}, ffn_num_hiddens={F}, num_blks={L}, "
+                    f"max_len={P}")
+            diff = count - want
+            break
+    slips = _named_slips(got, cases)
+    direction = f"{-diff:,} too few" if diff < 0 else f"{diff:,} too many"
+    hint = ("on all five configurations your count equals a count that "
+            + "; or one that ".join(slips) + "." if slips else
+            "count part by part: embeddings (token, segment, position, LayerNorm), num_blks x "
+            "(attention 4(H^2+H), FFN H*F+F + F*H+H, two LayerNorms 2 x 2H), pooler H^2+H, MLM "
+            "head (H^2+H, LayerNorm 2H, H*V+V), NSP head 2H+2.")
+    fail(f"bert_param_count gives {count:,} on {case}; the model has {want:,} "
+         f"(yours is {direction}).", hint)
