@@ -7,7 +7,8 @@ from torch import nn
 
 from book import transformer as T
 from book.data import DateData
-from book.train import exact_match, predict, train_seq2seq
+from book.train import (exact_match, predict, train_seq2seq, training_step_flops,
+                        training_throughput, warmup_schedule)
 
 D, FFN, HEADS = 16, 32, 4
 
@@ -250,3 +251,43 @@ def test_training_lowers_the_loss_and_repeats_exactly(tiny_data, capsys):
     assert len(predictions) == 32 and all(isinstance(p, str) for p in predictions)
     assert 0.0 <= exact_match(predictions, tiny_data.test_pairs) <= 1.0
     assert exact_match([t for _, t in tiny_data.test_pairs], tiny_data.test_pairs) == 1.0
+
+
+def test_warmup_schedule_constant_or_linear_decay():
+    constant = warmup_schedule(4)
+    assert [constant(k) for k in range(6)] == [0.25, 0.5, 0.75, 1.0, 1.0, 1.0]
+    decaying = warmup_schedule(4, total_steps=8)
+    assert [decaying(k) for k in range(8)] == [0.25, 0.5, 0.75, 1.0, 1.0, 0.75, 0.5, 0.25]
+    with pytest.raises(ValueError, match="must exceed warmup_steps"):
+        warmup_schedule(10, total_steps=10)
+
+
+def test_decay_changes_training_only_when_asked(tiny_data):
+    def run(**kwargs):
+        torch.manual_seed(0)
+        model = T.Transformer(len(tiny_data.src_vocab), len(tiny_data.tgt_vocab), 16, 32, 4, 1,
+                              0.0)
+        return train_seq2seq(model, tiny_data, 12, lr=3e-3, warmup_steps=4, batch_size=32,
+                             progress=False, **kwargs)
+    plain = run()
+    assert run(decay=False) == plain
+    decayed = run(decay=True)
+    assert decayed[:5] == plain[:5] and decayed != plain   # same warm-up, then smaller steps
+
+
+def test_flops_of_a_training_step_are_the_same_for_readable_fused_and_torch(tiny_data):
+    V_src, V_tgt = len(tiny_data.src_vocab), len(tiny_data.tgt_vocab)
+    models = [T.Transformer(V_src, V_tgt, D, FFN, HEADS, 2, 0.1),
+              T.Transformer(V_src, V_tgt, D, FFN, HEADS, 2, 0.1, fused=True),
+              T.TorchTransformer(V_src, V_tgt, D, FFN, HEADS, 2, 0.1)]
+    totals = [training_step_flops(m, tiny_data, batch_size=16) for m in models]
+    assert totals[0] > 0 and len(set(totals)) == 1
+    by_operator = training_step_flops(models[0], tiny_data, batch_size=16, by_operator=True)
+    assert sum(by_operator.values()) == totals[0] and "bmm" in by_operator
+    assert all(p.grad is None or not p.grad.any() for p in models[0].parameters())
+
+
+def test_training_throughput_is_a_positive_rate(tiny_data):
+    model = T.Transformer(len(tiny_data.src_vocab), len(tiny_data.tgt_vocab), D, FFN, HEADS, 1,
+                          0.0)
+    assert training_throughput(model, tiny_data, num_steps=2, batch_size=16) > 0
