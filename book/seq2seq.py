@@ -18,7 +18,8 @@ class Seq2SeqEncoder(nn.Module):
 
     With `bidirectional=True` (Bahdanau's choice) a second GRU reads the input backwards;
     each direction has num_hiddens // 2 units and their states are concatenated, so the
-    outputs have num_hiddens features either way.
+    outputs have num_hiddens features either way. The final state is then [forward state
+    after the last real token; backward state after the first token], not outputs[:, -1].
     """
 
     def __init__(self, vocab_size, embed_size, num_hiddens, num_layers=1, dropout=0.0,
@@ -38,7 +39,7 @@ class Seq2SeqEncoder(nn.Module):
         outputs, state = self.rnn(packed)  # state: (num_layers * directions, batch, units)
         outputs, _ = nn.utils.rnn.pad_packed_sequence(outputs, batch_first=True,
                                                       total_length=X.shape[1])
-        if self.rnn.bidirectional:  # put each layer's two directions side by side
+        if self.rnn.bidirectional:  # each layer: [forward h_T; backward h_1]
             state = state.unflatten(0, (-1, 2))                 # (layers, 2, batch, units)
             state = torch.cat([state[:, 0], state[:, 1]], -1)  # (layers, batch, hiddens)
         return outputs, state  # outputs: (batch, num_steps, num_hiddens), zero on padding

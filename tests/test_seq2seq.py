@@ -161,3 +161,16 @@ def test_attention_share_averages_the_weight_on_the_given_columns():
     weights[0, 2], weights[0, 3], weights[1, 4], weights[1, 0] = 0.5, 0.5, 0.25, 0.75
     assert seq2seq.attention_share(weights, [([0, 1], [2, 3, 4])]) == pytest.approx(0.625)
     assert seq2seq.attention_share(weights, [([0], [2]), ([1], [0])]) == pytest.approx(0.625)
+
+
+def test_bidirectional_final_state_is_forward_last_and_backward_first():
+    """c = [forward h_T; backward h_1]: each direction ends where it stops reading."""
+    torch.manual_seed(0)
+    encoder = seq2seq.Seq2SeqEncoder(11, 5, 8, num_layers=2, bidirectional=True)
+    X, valid_lens = batch()
+    outputs, state = encoder(X, valid_lens)
+    assert outputs.shape == (3, 6, 8) and state.shape == (2, 3, 8)
+    forward_last = outputs[torch.arange(3), valid_lens - 1, :4]   # (batch, units)
+    backward_first = outputs[:, 0, 4:]                            # (batch, units)
+    assert torch.allclose(state[-1], torch.cat([forward_last, backward_first], -1), atol=1e-6)
+    assert not torch.allclose(state[-1], outputs[torch.arange(3), valid_lens - 1], atol=1e-3)
