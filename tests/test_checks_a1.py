@@ -1,10 +1,14 @@
-"""Appendix A1's checker passes the reference solution and rejects known-wrong ones."""
+"""Appendix A1's checker passes right solutions (also unusual ones) and rejects wrong ones with
+messages that point at the fault: the course's own table, red team round 1's solutions
+(tests/checker_redteam/round1_a1.py), and kinds that round 1 missed."""
 import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from book import checks
+from checkers_support import accepts, redteam, rejects
 
 
 def chunked_reference(Q, K, V, chunk_size):
@@ -54,32 +58,106 @@ def stub(*args):
     raise NotImplementedError("write your solution here")
 
 
+def fused_all_at_once(Q, K, V, chunk_size):
+    """torch's fused kernel on all queries: little memory, but no chunks."""
+    return F.scaled_dot_product_attention(Q, K, V)
+
+
+def chunks_off_by_one(Q, K, V, chunk_size):
+    """Q[:, i:i + chunk_size - 1]: one query of every chunk is lost."""
+    return torch.cat([chunked_reference(Q[:, i:i + chunk_size - 1], K, V, chunk_size)
+                      for i in range(0, Q.shape[1], chunk_size)], dim=1)
+
+
+def cat_along_batch(Q, K, V, chunk_size):
+    return torch.cat([chunked_reference(Q[:, i:i + chunk_size], K, V, chunk_size)
+                      for i in range(0, Q.shape[1], chunk_size)], dim=0)
+
+
+def online_softmax_keys(Q, K, V, chunk_size):
+    """Right: key chunks with a running maximum and sum (the online softmax)."""
+    scale = Q.shape[-1] ** -0.5
+    m = torch.full(Q.shape[:2] + (1,), float("-inf"), dtype=Q.dtype)
+    total = torch.zeros_like(m)
+    acc = torch.zeros(Q.shape[:2] + (V.shape[-1],), dtype=Q.dtype)
+    for j in range(0, K.shape[1], chunk_size):
+        s = Q @ K[:, j:j + chunk_size].transpose(1, 2) * scale
+        m_new = torch.maximum(m, s.amax(-1, keepdim=True))
+        e = torch.exp(s - m_new)
+        total = total * torch.exp(m - m_new) + e.sum(-1, keepdim=True)
+        acc = acc * torch.exp(m - m_new) + e @ V[:, j:j + chunk_size]
+        m = m_new
+    return acc / total
+
+
 WRONG = {
     "forgets the 1/sqrt(d) scale": (no_scale, "without the scale"),
     "softmax over the queries": (softmax_over_queries, "over the queries"),
     "drops the last, shorter chunk": (drops_last_chunk, "last, shorter chunk is missing"),
-    "chunks the keys with a softmax per chunk": (chunks_the_keys, "wrong"),
+    "chunks the keys with a softmax per chunk": (chunks_the_keys, "cut into chunks"),
     "builds the full matrix, then slices it": (full_matrix_then_chunks, "peak memory"),
     "returns a list of chunks": (returns_the_chunks, "list of chunks"),
     "forgets to return": (lambda Q, K, V, c: None, "None"),
     "unimplemented stub": (stub, "not implemented yet"),
     "float64 output": (lambda Q, K, V, c: chunked_reference(Q, K, V, c).double(), "dtype"),
+    # kinds round 1 missed
+    "the fused kernel on all queries at once": (fused_all_at_once,
+                                                 "queries at once to scaled_dot_product"),
+    "chunks one query short": (chunks_off_by_one, "exactly once"),
+    "chunks joined along the batch": (cat_along_batch, "has shape"),
+}
+
+R1_EXPECTED = {
+    "no chunking": "builds (nearly) all of it",
+    "key chunks, per-chunk softmax": "the keys are cut into chunks",
+    "drops a shorter last chunk": "the last, shorter chunk is missing",
+    "zero-pads the rest instead of a short chunk": "the last, shorter chunk was not computed",
+    "scales by sqrt(value_dim)": "the square root of the value size",
+    "scales by sqrt(chunk_size)": "the square root of the chunk size",
+    "under torch.no_grad()": "no gradient can flow back",
+    "detached chunk outputs": "no gradient can flow back",
+    "preallocated output filled under no_grad": "no gradient can flow back",
+    "exp without max subtraction": "exp() overflows",
+    "keeps every chunk's weights": "builds (nearly) all of it",
+    "all scores first, softmax per chunk": "builds (nearly) all of it",
+    "loops over the batch, not the queries": "builds (nearly) all of it",
+    "returns float64": "expected torch.float32",
+    "returns (output, n_chunks)": "return only the output tensor",
+    "batch 1 only (Q[0], expanded)": "every example of the batch gets the output of example 0",
+    "numpy chunks": "no gradient can flow back",
 }
 
 
-def test_check_chunked_attention_accepts_the_reference():
-    assert "passed" in checks.check_chunked_attention(chunked_reference)
+def test_check_chunked_attention_accepts_the_reference_and_an_online_softmax():
+    accepts(checks.check_chunked_attention, chunked_reference)
+    accepts(checks.check_chunked_attention, online_softmax_keys)
 
 
 @pytest.mark.parametrize("name", WRONG)
 def test_check_chunked_attention_rejects_wrong_solutions(name):
     fn, message = WRONG[name]
-    with pytest.raises(AssertionError, match=message):
-        checks.check_chunked_attention(fn)
+    rejects(checks.check_chunked_attention, fn, message)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_a1", "check_chunked_attention",
+                                                 expected=R1_EXPECTED))
+def test_check_chunked_attention_rejects_round1(fn, fragment):
+    rejects(checks.check_chunked_attention, fn, fragment)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_a1", "check_chunked_attention",
+                                                 "RIGHT_BUT_UNUSUAL"))
+def test_check_chunked_attention_accepts_round1_right_solutions(fn, fragment):
+    accepts(checks.check_chunked_attention, fn)
+
+
+def test_the_fused_kernel_is_restored_after_the_check():
+    fused = F.scaled_dot_product_attention
+    rejects(checks.check_chunked_attention, fused_all_at_once, "at once")
+    assert F.scaled_dot_product_attention is fused
 
 
 def test_failure_message_names_the_case_and_the_values():
-    with pytest.raises(AssertionError) as info:
-        checks.check_chunked_attention(chunks_the_keys)
-    text = str(info.value)
-    assert "on batch 2, 8 queries" in text and "expected" in text and "Hint:" in text
+    text = rejects(checks.check_chunked_attention,
+                   lambda Q, K, V, c: chunked_reference(Q, K, V, c) * 1.01, "Hint:")
+    assert "on batch 2, 8 queries" in text and "expected" in text

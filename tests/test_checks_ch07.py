@@ -1,10 +1,12 @@
-"""Chapter 7's checkers pass the reference solutions and reject known-wrong ones with useful
-messages."""
+"""Chapter 7's checkers pass right solutions (also unusual ones) and reject wrong ones with
+messages that point at the fault: the course's own table, red team round 1's solutions
+(tests/checker_redteam/round1_ch07.py), and kinds that round 1 missed."""
 import pytest
 import torch
 
 from book import checks
 from book.transformer import TransformerEncoderBlock
+from checkers_support import accepts, redteam, rejects
 
 
 def causal_mask(num_steps):
@@ -36,7 +38,71 @@ WRONG_MASKS = {
     "a list": (lambda n: causal_mask(n).tolist(), "torch.Tensor"),
     "forgets to return": (lambda n: None, "None"),
     "unimplemented stub": (stub, "not implemented yet"),
+    # kinds round 1 missed
+    "a cached 256 x 256 mask": (lambda n: _CACHE_256[:n, :n], "too small for longer"),
+    "strict comparison j < i written as the MHA mask": (
+        lambda n: torch.arange(n)[:, None] < torch.arange(n)[None, :], "inverted"),
+    "uint8 positions (wrap at 255)": (
+        lambda n: torch.arange(n).to(torch.uint8)[None, :] <= torch.arange(n).to(
+            torch.uint8)[:, None], "wrong for long ones"),
 }
+
+_CACHE_256 = torch.tril(torch.ones(256, 256, dtype=torch.bool))
+
+R1_EXPECTED = {
+    "upper triangle (j >= i)": "in its future",
+    "strictly lower (no diagonal)": "itself",
+    "float tril of ones": "expected torch.bool",
+    "int8 positions (wrong for n > 128)": "int8 positions wrap around",
+    "cached 64 x 64 mask": "too small for longer sequences",
+    "48-step local window": "not a window of recent steps",
+    "numpy bool array": "got a ndarray",
+    "nn.MultiheadAttention convention (True = masked)": "the mask is inverted",
+    "shape (1, n, n)": "return the 2-D (num_steps, num_steps) mask",
+    "uint8 0/1": "expected torch.bool",
+    "nested Python list": "got a list",
+    "float16 positions (wrong past 2048)": "float16 ones are not exact past 2048",
+    "transposed [j, i]": "in its future",
+    "post-LN forward unchanged": "still post-LayerNorm",
+    "LayerNorm inside and on the sum": "normalises the residual sums too",
+    "residual from the normalised input": "the residual adds the normalised input",
+    "no dropout": "no dropout is applied to the sublayer outputs",
+    "dropout on the residual sum": "dropout is applied to the residual sum",
+    "LayerNorms swapped (ln2 before attention)": "the two LayerNorms are swapped",
+    "parameter-free layer_norm instead of the block's": "without the block's LayerNorm",
+    "only the queries normalised": "only the queries are normalised",
+    "valid_lens ignored": "ignores valid_lens",
+    "FFN sees LN2(X) instead of LN2(Y)": "the FFN sees LN2(X)",
+    "detached residual stream": "the gradient with respect to X is wrong",
+    "final LayerNorm inside the block": "ends with a LayerNorm of its output",
+    "dropout on the sublayer input": "dropout is applied to the sublayer's input",
+    "AddNorm modules called on pre-normed branch": "calling self.addnorm1(X, ...) does this",
+    "own nn.Dropout(0.1)": "with the block's own rate",
+}
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch07", "check_causal_mask",
+                                                 expected=R1_EXPECTED))
+def test_check_causal_mask_rejects_round1(fn, fragment):
+    rejects(checks.check_causal_mask, fn, fragment)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch07", "check_causal_mask",
+                                                 "RIGHT_BUT_UNUSUAL"))
+def test_check_causal_mask_accepts_round1_right_solutions(fn, fragment):
+    accepts(checks.check_causal_mask, fn)
+
+
+@pytest.mark.parametrize("cls, fragment", redteam("round1_ch07", "check_pre_norm_block",
+                                                  expected=R1_EXPECTED))
+def test_check_pre_norm_block_rejects_round1(cls, fragment):
+    rejects(checks.check_pre_norm_block, cls, fragment)
+
+
+@pytest.mark.parametrize("cls, fragment", redteam("round1_ch07", "check_pre_norm_block",
+                                                  "RIGHT_BUT_UNUSUAL"))
+def test_check_pre_norm_block_accepts_round1_right_solutions(cls, fragment):
+    accepts(checks.check_pre_norm_block, cls)
 
 
 def test_check_causal_mask_accepts_the_reference():
@@ -111,6 +177,30 @@ class Fresh(torch.nn.Module):  # its own layers, without the block's submodules
         return self.layer(X)
 
 
+class DropoutOnBothSides(TransformerEncoderBlock):
+    """Drops the sublayer's input and its output."""
+    def forward(self, X, valid_lens):
+        Z = self.addnorm1.dropout(self.addnorm1.ln(X))
+        Y = X + self.addnorm1.dropout(self.attention(Z, Z, Z, valid_lens))
+        return Y + self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
+
+
+class NoFFNResidual(TransformerEncoderBlock):
+    def forward(self, X, valid_lens):
+        Z = self.addnorm1.ln(X)
+        Y = X + self.addnorm1.dropout(self.attention(Z, Z, Z, valid_lens))
+        return self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
+
+
+class TwoAttentionCalls(TransformerEncoderBlock):
+    """Right: computes LN1(X) three times and calls attention once (same random draws)."""
+    def forward(self, X, valid_lens):
+        out = self.attention(self.addnorm1.ln(X), self.addnorm1.ln(X), self.addnorm1.ln(X),
+                             valid_lens)
+        Y = X + self.addnorm1.dropout(out)
+        return Y + self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
+
+
 class Crashes(TransformerEncoderBlock):
     def forward(self, X, valid_lens):
         return self.attention(X, valid_lens)
@@ -119,18 +209,22 @@ class Crashes(TransformerEncoderBlock):
 WRONG_BLOCKS = {
     "still post-LayerNorm": (PostNorm, "still post-LayerNorm"),
     "normalises the sublayer output": (NormAfterSublayer, "wrong"),
-    "no residual connection": (NoResidual, "wrong"),
+    "no residual connection": (NoResidual, "has no residual"),
     "ignores the padding": (IgnoresPadding, "ignores valid_lens"),
     "adds the normalised input": (ResidualOfTheNorm, "un-normalised X"),
     "one LayerNorm for both sublayers": (SharedNorm, "wrong"),
     "none of the block's submodules": (Fresh, "subclass TransformerEncoderBlock"),
     "crashes": (Crashes, "TypeError"),
     "not a class": (None, "None"),
+    # kinds round 1 missed
+    "dropout on the sublayer's input and output": (DropoutOnBothSides, "in train mode"),
+    "no residual around the FFN": (NoFFNResidual, "the FFN sublayer has no residual"),
 }
 
 
 def test_check_pre_norm_block_accepts_the_reference():
-    assert "passed" in checks.check_pre_norm_block(PreNorm)
+    accepts(checks.check_pre_norm_block, PreNorm)
+    accepts(checks.check_pre_norm_block, TwoAttentionCalls)
 
 
 @pytest.mark.parametrize("name", WRONG_BLOCKS)

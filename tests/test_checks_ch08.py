@@ -1,9 +1,18 @@
-"""Chapter 8's checkers pass the reference solutions and reject known-wrong ones with useful messages."""
+"""Chapter 8's checkers pass right solutions (also unusual ones) and reject wrong ones with
+messages that point at the fault: the course's own table, red team round 1's solutions
+(tests/checker_redteam/round1_ch08.py), and kinds that round 1 missed. Also: the masking
+checker's false-failure rate for a right solution, recomputed from its tolerances."""
+import math
+import random
+
+import numpy as np
 import pytest
 import torch
 
 from book import checks
 from book.bert import IGNORE, mask_tokens
+from book.checks import ch08
+from checkers_support import accepts, redteam, rejects
 
 
 def reference_masking(tokens, vocab):
@@ -11,7 +20,8 @@ def reference_masking(tokens, vocab):
 
 
 def exact_count_masking(tokens, vocab):
-    """d2l's variant: exactly round(15%) of each row's ordinary positions. Also right."""
+    """d2l's variant: exactly round(15%) of each row's ordinary positions. Not what the
+    exercise asks ("each ordinary position independently")."""
     inputs, labels = tokens.clone(), torch.full_like(tokens, IGNORE)
     for i, row in enumerate(tokens):
         candidates = (row >= vocab.num_specials).nonzero().flatten()
@@ -64,6 +74,42 @@ def stub(*args):
     raise NotImplementedError("write your solution here")
 
 
+def batch_wide_count(tokens, vocab):
+    """Exactly 15% of all the batch's ordinary positions, spread at random over the batch:
+    only the total is fixed; every row's count is (all but) binomial. Not told apart from
+    independent draws, and harmless: accepted."""
+    ordinary = (tokens >= vocab.num_specials).flatten().nonzero().flatten()
+    pick = ordinary[torch.randperm(len(ordinary))[: round(0.15 * len(ordinary))]]
+    chosen = torch.zeros(tokens.numel(), dtype=torch.bool)
+    chosen[pick] = True
+    chosen = chosen.reshape(tokens.shape)
+    action = torch.rand(tokens.shape)
+    inputs = torch.where(chosen & (action < 0.8), vocab.mask, tokens)
+    rnd = torch.randint(vocab.num_specials, len(vocab), tokens.shape)
+    inputs = torch.where(chosen & (action >= 0.8) & (action < 0.9), rnd, inputs)
+    return inputs, torch.where(chosen, tokens, IGNORE)
+
+
+def python_seeded(tokens, vocab):
+    """Python's random, seeded inside 'for reproducibility'."""
+    rng = random.Random(0)
+    chosen = torch.tensor([[rng.random() < 0.15 for _ in row] for row in tokens.tolist()])
+    chosen &= tokens >= vocab.num_specials
+    return torch.where(chosen, vocab.mask, tokens), torch.where(chosen, tokens, IGNORE)
+
+
+def unk_replacement(tokens, vocab):
+    inputs, labels = mask_tokens(tokens, vocab)
+    swapped = (labels != IGNORE) & (inputs != tokens) & (inputs != vocab.mask)
+    return torch.where(swapped, vocab.unk, inputs), labels
+
+
+def mask_only_the_masked(tokens, vocab):
+    """The 10% left unchanged get no label (only [MASK] and random ones are labelled)."""
+    inputs, labels = mask_tokens(tokens, vocab)
+    return inputs, torch.where(inputs != tokens, labels, IGNORE)
+
+
 WRONG_MASKINGS = {
     "wrong rate: 10%": (masking(p=0.10), "15%"),
     "wrong rate: 30%": (masking(p=0.30), "15%"),
@@ -71,38 +117,159 @@ WRONG_MASKINGS = {
     "split swapped: 10% [MASK], 80% unchanged": (masking(shares=(0.1, 0.1)), "80%"),
     "no random tokens: 90% [MASK]": (masking(shares=(0.9, 0.0)), "80%"),
     "special tokens masked": (masking(specials_too=True), "special token"),
-    "labels on unmasked positions": (masking(label_all=True), "not chosen"),
+    "labels on unmasked positions": (masking(label_all=True), "only the chosen 15%"),
     "label 0 instead of -100": (masking(unchosen_label=0), "-100"),
     "random token may be special": (masking(random_from=0), "special token"),
-    "always the same random token": (one_random_token, "different"),
-    "a fixed pattern": (every_seventh, "at random|15%"),
+    "always the same random token": (one_random_token, "not spread over"),
+    "a fixed pattern": (every_seventh, "gave the same masks"),
     "changes its input": (in_place, "changed the `tokens`"),
-    "returns only the inputs": (lambda t, v: mask_tokens(t, v)[0], "pair"),
+    "returns only the inputs": (lambda t, v: mask_tokens(t, v)[0], "tuple"),
     "returns floats": (lambda t, v: tuple(x.float() for x in mask_tokens(t, v)), "dtype"),
     "unimplemented stub": (stub, "not implemented yet"),
+    "exactly round(15%) of each row": (exact_count_masking, "dispersion index"),
+    # kinds round 1 missed
+    "Python's random seeded inside": (python_seeded, "gave the same masks"),
+    "[UNK] as the random token": (unk_replacement, "special token [UNK]"),
+    "the unchanged 10% without labels": (mask_only_the_masked, "must still have a label"),
+}
+
+R1_EXPECTED = {
+    "one draw per row": "the rows differ more than independent choices allow",
+    "exactly round(15%) per row (BERT/d2l style)": "a fixed number of positions per row",
+    "one draw per column, shared by rows": "one draw per column",
+    "torch.manual_seed(0) inside": "do not seed inside the function",
+    "private generator seeded 0 inside": "gave the same masks",
+    "sequential draws: 2% random, 18% kept": "the unchanged share is",
+    "labels only where the input changed": "must still have a label",
+    "special tokens can be chosen": "a special token was chosen",
+    "random token may be special": "was replaced by the special token",
+    "random token never the last id": "ids [64] appear [0] times",
+    "one random token for the whole batch": "not spread over the 60 ordinary tokens",
+    "writes into tokens": "changed the `tokens` tensor",
+    "labels everywhere": "only the chosen 15% get one",
+    "labels hold the new input": "the label of a chosen position is the token it had",
+    "numpy arrays out": "got a ndarray",
+    "float labels": "expected torch.long",
+    "p = 0.12": "the share of ordinary positions chosen",
+    "p = 0.16": "the share of ordinary positions chosen",
+    "85 / 7.5 / 7.5 split": "standard errors off for [MASK]",
+    "neighbouring pairs chosen together": "per pair of neighbours",
+    "82 / 9 / 9 split": "standard errors off for [MASK]",
+    "random tokens from half the vocabulary": "not spread over the 60 ordinary tokens",
+    "80/10/10 action drawn per row": "not drawn for each position on its own",
+    "no MLM LayerNorm": "leaves out the MLM head's LayerNorm",
+    "no embedding LayerNorm": "leaves out the LayerNorm after the embeddings",
+    "MLM output tied to token embeddings": "does not tie to the token embeddings",
+    "attention projections without biases": "the biases of the four attention projections",
+    "no pooler": "leaves out the pooler",
+    "NSP without bias": "the bias of the NSP head",
+    "no position embeddings": "the position embeddings",
+    "MLM output without bias": "the bias of the MLM output layer",
+    "FFN without biases": "the biases of the FFN",
+    "LayerNorm = H parameters": "counts a LayerNorm(H) as H parameters",
+    "FFN size 4H instead of ffn_num_hiddens": "uses 4 x num_hiddens",
+    "max_len hard-coded 512": "uses max_len = 512",
+    "MLM head without its hidden Linear": "the MLM head's hidden layer",
+    "returns (total, breakdown)": "should return a whole number",
+    "segment embeddings max_len x H": "segment embeddings max_len rows",
+    "builds the model on meta (forbidden)": "calls book.bert.BERTModel.__init__",
+    "one LayerNorm per block": "one LayerNorm per block instead of two",
+    "prints, returns None": "got NoneType None",
+    "returns a formatted string": "got str",
 }
 
 
-def test_check_mlm_masking_accepts_the_reference():
-    assert "passed" in checks.check_mlm_masking(reference_masking)
+def test_check_mlm_masking_accepts_the_reference_and_a_batch_wide_count():
+    accepts(checks.check_mlm_masking, reference_masking)
+    accepts(checks.check_mlm_masking, batch_wide_count)
 
 
-def test_check_mlm_masking_accepts_the_exact_count_variant():
-    assert "passed" in checks.check_mlm_masking(exact_count_masking)
-
-
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", range(12))
 def test_check_mlm_masking_accepts_the_reference_whatever_the_random_draws(seed):
-    def seeded(tokens, vocab):
-        return mask_tokens(tokens, vocab, generator=torch.Generator().manual_seed(seed))
-    assert "passed" in checks.check_mlm_masking(seeded)
+    generator = torch.Generator().manual_seed(seed)  # one stream over the checker's calls
+
+    def own_stream(tokens, vocab):
+        return mask_tokens(tokens, vocab, generator=generator)
+    accepts(checks.check_mlm_masking, own_stream)
 
 
 @pytest.mark.parametrize("name", WRONG_MASKINGS)
 def test_check_mlm_masking_rejects_wrong_solutions(name):
     fn, message = WRONG_MASKINGS[name]
-    with pytest.raises(AssertionError, match=message):
-        checks.check_mlm_masking(fn)
+    rejects(checks.check_mlm_masking, fn, message)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch08", "check_mlm_masking",
+                                                 expected=R1_EXPECTED))
+def test_check_mlm_masking_rejects_round1(fn, fragment):
+    rejects(checks.check_mlm_masking, fn, fragment)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch08", "check_mlm_masking",
+                                                 "RIGHT_BUT_UNUSUAL"))
+def test_check_mlm_masking_accepts_round1_right_solutions(fn, fragment):
+    accepts(checks.check_mlm_masking, fn)
+
+
+def _binomial_tails(n, p, low, high):
+    """P(X <= low) + P(X >= high) for X ~ Binomial(n, p), summed in log space."""
+    def term(x):
+        return math.exp(math.lgamma(n + 1) - math.lgamma(x + 1) - math.lgamma(n - x + 1)
+                        + x * math.log(p) + (n - x) * math.log1p(-p))
+    total = 0.0
+    for start, step in ((max(low, -1), -1), (high, 1)):
+        x = start
+        while 0 <= x <= n:
+            t = term(x)
+            total += t
+            if t < 1e-30 and abs(x - n * p) > 10 * math.sqrt(n * p):
+                break
+            x += step
+    return total
+
+
+def test_the_masking_checkers_false_failure_rate_is_below_one_in_a_million():
+    """The tolerances of ch08's table, on the checker's own batch, with exact binomial tails
+    for the rates and the replacement counts and normal tails (x 2 for skewness) for the
+    dispersion indices and the column z-scores."""
+    vocab = ch08._masking_vocab()
+    tokens = ch08._masking_batch(vocab)
+    ordinary = tokens >= vocab.num_specials
+    n_ord = ch08.CALLS * int(ordinary.sum())
+    n_chosen = round(n_ord * ch08.P_CHOOSE)
+    k = ch08.SE_TOLERANCE
+
+    def rate_tail(n, p):
+        se = math.sqrt(n * p * (1 - p))
+        return _binomial_tails(n, p, math.floor(n * p - k * se), math.ceil(n * p + k * se))
+    normal = math.erfc(k / math.sqrt(2))
+    column = math.erfc(ch08.COLUMN_TOLERANCE / math.sqrt(2))
+    n_rep = round(n_chosen * 0.1 * (1 - 1 / 60))
+    low, high = ch08._replacement_bounds(n_rep, 60)
+    replacement = 60 * _binomial_tails(n_rep, 1 / 60, low - 1, high + 1)
+    rates = {
+        "chosen share": rate_tail(n_ord, ch08.P_CHOOSE),
+        "[MASK] share": rate_tail(n_chosen, ch08.P_MASK),
+        "unchanged share": rate_tail(n_chosen, ch08.P_KEEP),
+        "row dispersion": 2 * normal,
+        "[MASK] dispersion": 2 * normal,
+        "columns": tokens.shape[1] * column,
+        "replacements": replacement,
+    }
+    assert 250_000 < n_ord < 290_000
+    assert rates["chosen share"] < 5e-8 and rates["[MASK] share"] < 5e-8
+    assert replacement < 1e-7, (low, high, replacement)
+    assert sum(rates.values()) < 1e-6, rates
+
+
+def test_the_tolerances_catch_small_deviations_with_room_to_spare():
+    """p = 0.16 and an 82/10/8 split must be far outside the tolerance, not near it."""
+    vocab = ch08._masking_vocab()
+    n_ord = ch08.CALLS * int((ch08._masking_batch(vocab) >= vocab.num_specials).sum())
+    se_rate = math.sqrt(0.15 * 0.85 / n_ord)
+    se_mask = math.sqrt(0.8 * 0.2 / (0.15 * n_ord))
+    assert 0.01 / se_rate > ch08.SE_TOLERANCE + 5
+    assert 0.02 / se_mask > ch08.SE_TOLERANCE + 3
 
 
 def test_check_mlm_masking_leaves_the_learners_random_state_alone():
@@ -127,29 +294,53 @@ def count(V, H, F, L, P, attention_bias=True, layernorms=True, positions=True, p
 
 WRONG_COUNTS = {
     "no attention biases": (lambda *a: count(*a, attention_bias=False), "biases of the four"),
-    "no LayerNorms": (lambda *a: count(*a, layernorms=False), "off by"),
+    "no LayerNorms": (lambda *a: count(*a, layernorms=False), "too few"),
     "no position embeddings": (lambda *a: count(*a, positions=False), "position embeddings"),
     "no pooler": (lambda *a: count(*a, pooler=False), "pooler"),
-    "MLM output tied to the embeddings": (lambda *a: count(*a, mlm_output=False), "MLM head"),
-    "one block only": (lambda *a: count(*a, blocks=1), "off by"),
-    "returns a string": (lambda *a: str(count(*a)), "int"),
+    "MLM output tied to the embeddings": (lambda *a: count(*a, mlm_output=False),
+                                          "MLM output layer"),
+    "one block only": (lambda *a: count(*a, blocks=1), "too few"),
+    "returns a string": (lambda *a: str(count(*a)), "whole number"),
     "unimplemented stub": (stub, "not implemented yet"),
+    # kinds round 1 missed
+    "three attention projections per block": (
+        lambda V, H, F, L, P: count(V, H, F, L, P) - L * (H * H + H), "three attention"),
+    "no NSP head": (lambda V, H, F, L, P: count(V, H, F, L, P) - 2 * H - 2, "the NSP head"),
+    "a bool": (lambda *a: True, "whole number"),
+    "no LayerNorms and no pooler": (lambda *a: count(*a, layernorms=False, pooler=False),
+                                    "count part by part"),
 }
 
 
-def test_check_bert_param_count_accepts_the_formula():
-    assert "passed" in checks.check_bert_param_count(count)
+def test_check_bert_param_count_accepts_the_formula_and_numpy_and_tensor_ints():
+    accepts(checks.check_bert_param_count, count)
+    accepts(checks.check_bert_param_count, lambda *a: np.int64(count(*a)))
+    accepts(checks.check_bert_param_count, lambda *a: torch.tensor(count(*a)))
 
 
 @pytest.mark.parametrize("name", WRONG_COUNTS)
 def test_check_bert_param_count_rejects_wrong_counts(name):
     fn, message = WRONG_COUNTS[name]
-    with pytest.raises(AssertionError, match=message):
-        checks.check_bert_param_count(fn)
+    rejects(checks.check_bert_param_count, fn, message)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch08", "check_bert_param_count",
+                                                 expected=R1_EXPECTED))
+def test_check_bert_param_count_rejects_round1(fn, fragment):
+    rejects(checks.check_bert_param_count, fn, fragment)
+
+
+@pytest.mark.parametrize("fn, fragment", redteam("round1_ch08", "check_bert_param_count",
+                                                 "RIGHT_BUT_UNUSUAL"))
+def test_check_bert_param_count_accepts_round1_right_solutions(fn, fragment):
+    accepts(checks.check_bert_param_count, fn)
+
+
+def test_the_slips_formula_is_the_model():
+    for config in [(100, 16, 40, 1, 20), (500, 32, 64, 3, 64), (7, 8, 12, 5, 9)]:
+        assert ch08._count(*config) == ch08._reference_param_count(*config)
 
 
 def test_masking_failure_message_names_what_was_seen_and_expected():
-    with pytest.raises(AssertionError) as info:
-        checks.check_mlm_masking(masking(shares=(1.0, 0.0)))
-    text = str(info.value)
-    assert "expected 80% [MASK]" in text and "got [MASK] 100" in text and "Hint:" in text
+    text = rejects(checks.check_mlm_masking, masking(shares=(1.0, 0.0)), "Hint:")
+    assert "expected 80% [MASK]" in text and "got [MASK] 100" in text

@@ -102,11 +102,16 @@ def check_chunked_attention(fn):
             fail(f"chunked_attention returned a {type(out).__name__} of chunks on {case}; "
                  "return one tensor.", "torch.cat(chunks, dim=1) joins them along the "
                                        "queries.")
-        if isinstance(out, torch.Tensor) and out.dim() == 3 and out.shape[1] < n_q:
-            fail(f"the output has {out.shape[1]} queries on {case}; expected all {n_q}: "
-                 "the last, shorter chunk is missing.",
-                 "range(0, num_queries, chunk_size) starts a chunk at every multiple of "
-                 "chunk_size, and Q[:, i:i + chunk_size] is simply shorter at the end.")
+        if isinstance(out, torch.Tensor) and out.dim() == 3 and out.shape[0] == batch \
+                and out.shape[1] < n_q:
+            if out.shape[1] == n_q - n_q % chunk:
+                fail(f"the output has {out.shape[1]} queries on {case}; expected all {n_q}: "
+                     "the last, shorter chunk is missing.",
+                     "range(0, num_queries, chunk_size) starts a chunk at every multiple of "
+                     "chunk_size, and Q[:, i:i + chunk_size] is simply shorter at the end.")
+            fail(f"the output has {out.shape[1]} queries on {case}; expected all {n_q}: the "
+                 "chunks do not cover every query exactly once.",
+                 "for i in range(0, num_queries, chunk_size): Q[:, i:i + chunk_size].")
         expect_tensor(out, (batch, n_q, 5), what="the output", case=case,
                       nan_hint="exp() overflows for large scores: use torch.softmax, or "
                                "subtract each row's maximum before exp.")

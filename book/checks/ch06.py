@@ -122,13 +122,7 @@ def check_learned_positional_encoding(cls, train=True):
     d = 16
     case = "cls(num_hiddens=16, dropout=0.0, max_len=50)"
     module = _make(cls, case, num_hiddens=d, dropout=0.0, max_len=50)
-    _make(cls, "cls(16, 0.0) (max_len left at its default)", d, 0.0)
-    if not any(p.requires_grad for p in module.parameters()):
-        fail(f"{case} has no trainable parameters once built: an optimizer created then (as "
-             "in every training loop) would train nothing.",
-             "create the table in __init__ as nn.Parameter(...) (or an nn.Embedding); a "
-             "plain tensor attribute, a registered buffer, or a table made later in forward "
-             "is never trained.")
+    fresh = _make(cls, "cls(16, 0.0) (max_len left at its default)", d, 0.0)
     g = torch.Generator().manual_seed(6)
     X = torch.randn(3, 7, d, generator=g)
     before = X.clone()
@@ -137,7 +131,12 @@ def check_learned_positional_encoding(cls, train=True):
         fail("forward(X) changed X in place; return a new tensor (X + P, not X += P).")
     _forward(module, torch.randn(2, 50, d, generator=g),
              "X of shape (2, 50, 16), as long as max_len")
-
+    if not any(p.requires_grad for p in fresh.parameters()):
+        fail("cls(16, 0.0) has no trainable parameters once built: an optimizer created then "
+             "(as in every training loop) would train nothing.",
+             "create the table in __init__ as nn.Parameter(...) (or an nn.Embedding); a "
+             "plain tensor attribute, a registered buffer, or a table made later in forward "
+             "is never trained.")
     trainable = [p for p in module.parameters() if p.requires_grad]
     if not trainable:
         fail("your encoding has no trainable parameters, so nothing about it can be learned.",

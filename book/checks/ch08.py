@@ -1,32 +1,37 @@
 """Checkers for chapter 8's exercises: BERT's 80/10/10 masking, and its parameter count.
 
 The masking checker is statistical. It calls the learner's function three times on the same
-4000 x 32 batch (about 90,000 ordinary positions per call; the global random generators are
-seeded first, so the verdict is the same on every run) and tests, on the pooled calls:
+batch of 4000 x 32 tokens (89,353 ordinary positions per call; the global random generators
+are seeded first, so the verdict is the same on every run) and tests, on the pooled calls
+(268,059 ordinary positions, about 40,200 chosen, about 3,950 random replacements):
 
-  test                                              tolerance   false failure of a right
-                                                                solution (exact binomial
-                                                                or Edgeworth-corrected)
-  share of ordinary positions chosen = 0.15         5.5 SE      3.8e-8
-  share of chosen positions made [MASK] = 0.8       5.5 SE      3.8e-8
+  test                                          tolerance      false failure of a right
+                                                               solution
+  share of ordinary positions chosen = 0.15     5.5 SE         3.8e-8 (exact binomial)
+  share of chosen positions made [MASK] = 0.8   5.5 SE         3.9e-8 (exact binomial)
   share of chosen positions left unchanged
-    = 0.1 + 0.1 q, q in [0, 1/60] (a random token
-    may equal the original one)                     5.5 SE      < 4.0e-8
-  chosen counts per row: dispersion index D = 1     5.5 SE      < 1e-7 (both tails)
-  [MASK] counts per row among the chosen: D = 1     5.5 SE      < 1e-7
-  chosen share per column (32 columns, max |z|)     6 SE        32 x 2.0e-9 = 6.3e-8
-  replacements per ordinary id (60 ids)             [5, 79]     < 4e-8
-                                                    of ~2200 x 1.5
-  total                                                         < 5e-7 (below one in a
-                                                                million)
+    = 0.1 + 0.1 q, q in [0, 1/60] (a random
+    token may equal the original one)           5.5 SE + slack < 4.1e-8 (exact binomial)
+  chosen counts per row: dispersion index = 1   5.5 SE         < 5.7e-8 (normal, upper tail
+                                                               Edgeworth-corrected)
+  [MASK] counts among each row's chosen
+    positions: dispersion index = 1             5.5 SE         < 5.7e-8 (same)
+  chosen share per column against the pooled
+    share (32 columns, the largest |z|)         6 SE           32 x 2.0e-9 = 6.3e-8
+  count of each of the 60 ordinary ids among
+    the replacements (mean about 66)            5 to 123       4.5e-9 (exact binomial)
+  total                                                        < 3.1e-7, below one in a
+                                                               million
 
-The dispersion index of counts c_r ~ Binomial(m_r, p), independent rows, is
+The dispersion index of counts c_r ~ Binomial(m_r, p) over independent rows is
 D = mean_r (c_r - m_r p)^2 / (m_r p (1 - p)): its mean is exactly 1 and its variance is
 sum_r (2 + (1 - 6 p (1 - p)) / (m_r p (1 - p))) / R^2, which the checker computes from the
-data; its skewness over R = 12000 rows is about 0.03, which at 5.5 SE less than doubles the
-normal tail (3.8e-8 per side). One draw per row gives D near 30, exactly 15% of every row
-(d2l's and BERT's own scheme, not what the exercise asks) gives D near 0, and neighbouring
-positions chosen together give D near 2. `tests/test_checks_ch08.py` recomputes these rates.
+data (R = 12,000 rows, standard error about 0.013). Its skewness is about 0.03, so at 5.5 SE
+the upper tail is at most 1.8 times the normal one. One draw per row gives D near 20,
+exactly 15% of every row (d2l's and BERT's own scheme, not what the exercise asks) gives D
+near 0, neighbouring positions chosen together give D near 2. Choosing exactly 15% of the
+whole batch at random cannot be told apart from independent draws (only the total is
+fixed) and is accepted. `tests/test_checks_ch08.py` recomputes these rates.
 """
 import functools
 import math
@@ -166,10 +171,11 @@ def check_mlm_masking(fn):
         _check_labels(inputs, labels, tokens, vocab)
     if all(torch.equal(results[0][1], r[1]) and torch.equal(results[0][0], r[0])
            for r in results[1:]):
-        fail(f"{CALLS} calls of mask_tokens on the same tokens gave the same masks: a new "
-             "batch must get new random choices.",
-             "do not seed inside the function (no torch.manual_seed, no Generator seeded "
-             "there): draw from the global random generator, or from one passed in.")
+        fail(f"{CALLS} calls of mask_tokens on the same tokens gave the same masks: the "
+             "choices must be random, and new at every call.",
+             "draw with torch.rand from the global random generator (or one passed in), and "
+             "do not seed inside the function (no torch.manual_seed, no Generator or random "
+             "module seeded there); do not choose by a fixed pattern.")
 
     T = tokens.repeat(CALLS, 1)
     inputs = torch.cat([r[0] for r in results])
@@ -409,6 +415,7 @@ def check_bert_param_count(fn):
             diff = count - want
             break
     slips = _named_slips(got, cases)
+    slips = slips if len(slips) <= 3 else []  # too many ways to get there: say nothing
     direction = f"{-diff:,} too few" if diff < 0 else f"{diff:,} too many"
     hint = ("on all five configurations your count equals a count that "
             + "; or one that ".join(slips) + "." if slips else

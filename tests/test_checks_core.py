@@ -1,0 +1,148 @@
+"""What every checker shares (book/checks/_core.py), issue 12 and issue 13 item 2:
+
+* a check cell prints one short block: on failure the checker's sentence and hint, without
+  a chained traceback or frames inside book/checks, in a Jupyter kernel (IPython, as in
+  JupyterLab and Colab) and in plain python; on success one line, the same in every chapter;
+* a failure is an AssertionError (CheckFailed);
+* checkers never crash bare on odd results, and leave the learner's random state alone.
+"""
+import random
+import subprocess
+import sys
+import textwrap
+
+import nbformat
+import numpy as np
+import pytest
+import torch
+from nbclient import NotebookClient
+
+from book import checks
+from checkers_support import rejects, run
+from conftest import ROOT
+
+STUB = "def softmax(scores):\n    raise NotImplementedError('write your solution here')\n"
+WRONG = "def softmax(scores):\n    return scores.exp() / scores.exp().sum(-1, keepdim=True)\n"
+RIGHT = ("def softmax(scores):\n    e = (scores - scores.amax(-1, keepdim=True)).exp()\n"
+         "    return e / e.sum(-1, keepdim=True)\n")
+CHECK = "checks.check_softmax(softmax)"
+SUCCESS = "softmax: all checks passed."
+
+
+def _short(lines):
+    text = "\n".join(lines)
+    assert "During handling" not in text and "direct cause" not in text, text
+    assert "book/checks" not in text and "_core.py" not in text, text
+    assert "Traceback" not in text, text
+    assert len(lines) <= 6, text
+    return text
+
+
+def test_a_check_cell_in_a_jupyter_kernel_prints_one_short_block():
+    """The same IPython machinery as JupyterLab and Colab: a real kernel runs the cells."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("from book import checks"),
+                nbformat.v4.new_code_cell(STUB + CHECK),
+                nbformat.v4.new_code_cell(WRONG + CHECK),
+                nbformat.v4.new_code_cell(RIGHT + CHECK)]
+    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(ROOT)}}).execute()
+    stub, wrong, right = (cell.outputs for cell in nb.cells[1:])
+    assert [o.output_type for o in stub] == ["error"]
+    assert stub[0].ename == "CheckFailed"
+    text = _short(stub[0].traceback)
+    assert text.startswith("CheckFailed: softmax is not implemented yet")
+    assert [o.output_type for o in wrong] == ["error"]
+    text = _short(wrong[0].traceback)
+    assert text.startswith("CheckFailed: softmax(scores) contains NaN on")
+    assert "\nHint: exp() overflows" in text
+    assert [o.output_type for o in right] == ["execute_result"]
+    assert right[0].data["text/plain"] == SUCCESS  # one line, no quotes
+
+
+def _python(code, interactive=False):
+    args = [sys.executable] + (["-i"] if interactive else ["-c", code])
+    return subprocess.run(args, input=code if interactive else None, cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_failed_check_in_plain_python_is_one_short_block():
+    result = _python("from book import checks\n" + STUB + CHECK + "\n")
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    text = _short(lines)
+    assert "CheckFailed: softmax is not implemented yet" in text
+    assert 'File "<string>"' in text  # the learner's own line stays
+
+
+def test_a_passed_check_in_plain_python_prints_one_line():
+    script = _python("from book import checks\n" + RIGHT + CHECK + "\n")
+    assert script.returncode == 0 and script.stdout == SUCCESS + "\n", script.stdout
+    repl = _python("from book import checks\n" + RIGHT + "\n" + CHECK + "\n", interactive=True)
+    assert repl.stdout.count(SUCCESS) == 1 and f"'{SUCCESS}'" not in repl.stdout, repl.stdout
+
+
+def test_failures_are_assertion_errors_without_a_chain():
+    text = rejects(checks.check_softmax, lambda s: s.no_such_method(), "AttributeError")
+    assert "in <lambda>, line" in text  # the learner's line, instead of a chained traceback
+
+
+ODD_RESULTS = [None, "a string", 3.0, (), [1, 2], torch.zeros(1), torch.zeros(2, 3, 4, 5),
+               np.zeros(3), torch.zeros(3, dtype=torch.float64), torch.ones(2, 2).bool()]
+
+
+FUNCTION_CHECKERS = ["check_softmax", "check_topk_attention_pool", "check_epanechnikov_pool",
+                     "check_masked_softmax", "check_scaled_dot_product_attention",
+                     "check_bahdanau_step", "check_transpose_qkv", "check_transpose_output",
+                     "check_causal_mask", "check_mlm_masking", "check_bert_param_count",
+                     "check_chunked_attention"]
+
+
+@pytest.mark.parametrize("checker", FUNCTION_CHECKERS)
+@pytest.mark.parametrize("odd", range(len(ODD_RESULTS)))
+def test_odd_results_give_a_message_not_a_crash(checker, odd):
+    """Whatever the learner returns, the check says what is wrong (a CheckFailed with the
+    checker's own words, not the fallback for a crash inside the checker)."""
+    value = ODD_RESULTS[odd]
+    text = rejects(getattr(checks, checker), lambda *args, **kwargs: value)
+    assert "stopped with" not in text, text
+
+
+@pytest.mark.parametrize("checker, solution", [
+    ("check_softmax", lambda s: torch.softmax(s, -1)),
+    ("check_mlm_masking", lambda t, v: __import__("book.bert").bert.mask_tokens(t, v)),
+    ("check_chunked_attention", lambda Q, K, V, c: torch.softmax(
+        Q @ K.transpose(1, 2) / Q.shape[-1] ** 0.5, -1) @ V)])
+def test_checks_leave_the_learners_random_state_alone(checker, solution):
+    torch.manual_seed(3)
+    random.seed(3)
+    np.random.seed(3)
+    expected = (torch.rand(2), random.random(), np.random.rand())
+    torch.manual_seed(3)
+    random.seed(3)
+    np.random.seed(3)
+    try:
+        getattr(checks, checker)(solution)
+    except AssertionError:
+        pass
+    assert torch.equal(torch.rand(2), expected[0])
+    assert random.random() == expected[1] and np.random.rand() == expected[2]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 99])
+def test_verdicts_and_messages_do_not_depend_on_the_learners_seed(seed):
+    naive = textwrap.dedent("""
+        def fn(tokens, vocab):
+            import torch
+            from book.bert import IGNORE
+            chosen = (tokens >= vocab.num_specials) & (torch.rand(tokens.shape) < 0.16)
+            return torch.where(chosen, vocab.mask, tokens), torch.where(chosen, tokens, IGNORE)
+    """)
+    namespace = {}
+    exec(naive, namespace)
+    with pytest.raises(AssertionError) as info:
+        run(checks.check_mlm_masking, namespace["fn"], seed=seed)
+    assert str(info.value) == _REFERENCE_MESSAGE.setdefault("mlm", str(info.value))
+
+
+_REFERENCE_MESSAGE = {}
