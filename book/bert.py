@@ -6,6 +6,7 @@ prints), so nothing is downloaded. Calls follow d2l's where d2l has the piece
 The encoder blocks are chapter 7's `TransformerEncoderBlock`.
 """
 import collections
+import pathlib
 import random
 import re
 
@@ -41,6 +42,17 @@ class Vocab:
         self.token_to_idx = {t: i for i, t in enumerate(self.idx_to_token)}
         self.pad, self.unk, self.cls, self.sep, self.mask = range(len(SPECIALS))
         self.num_specials = len(SPECIALS)  # ids below this are special, never predicted
+
+    @classmethod
+    def from_tokens(cls, idx_to_token):
+        """The vocabulary with exactly these tokens in this order (one stored with a model)."""
+        if list(idx_to_token[:len(SPECIALS)]) != SPECIALS:
+            raise ValueError(f"a vocabulary starts with the special tokens {SPECIALS}, "
+                             f"got {list(idx_to_token[:len(SPECIALS)])}")
+        vocab = cls([], min_freq=1)
+        vocab.idx_to_token = list(idx_to_token)
+        vocab.token_to_idx = {t: i for i, t in enumerate(vocab.idx_to_token)}
+        return vocab
 
     def __len__(self):
         return len(self.idx_to_token)
@@ -256,6 +268,9 @@ class BERTEncoder(nn.Module):
                                     use_bias=True) for _ in range(num_blks)])
 
     def forward(self, tokens, segments, valid_lens):
+        if tokens.shape[1] > self.pos_embedding.shape[1]:
+            raise ValueError(f"input of {tokens.shape[1]} tokens is longer than max_len="
+                             f"{self.pos_embedding.shape[1]}, the positions it has learned")
         X = self.token_embedding(tokens) + self.segment_embedding(segments)  # (batch, n, d)
         X = X + self.pos_embedding[:, :X.shape[1], :]                        # (batch, n, d)
         X = self.dropout(self.ln(X))
@@ -397,29 +412,112 @@ def pretrain(model, batches, vocab, num_steps, lr, device, warmup=100, seed=0,
     return history
 
 
+# -- The chapter's small BERT, and its longer pretraining run stored with the package -------
+
+CHECKPOINT = pathlib.Path(__file__).parent / "checkpoints" / "bert_pydoc.pt"
+
+
+def small_bert(vocab_size, max_len=32):
+    """The chapter's BERT: H = 64, two blocks of four heads, an FFN of 128, no dropout."""
+    return BERTModel(vocab_size, num_hiddens=64, ffn_num_hiddens=128, num_heads=4,
+                     num_blks=2, dropout=0.0, max_len=max_len)
+
+
+def pretrain_small_bert(corpus, num_steps, lr, warmup, batch_size=64, max_len=32, seed=0,
+                        device=None, report_every=200):
+    """The chapter's recipe, seeded: returns (model, history). `make pretrain` runs it
+    longer than the chapter can and stores the result (see `load_pretrained`)."""
+    torch.manual_seed(seed)
+    model = small_bert(len(corpus.vocab), max_len).to(device)
+    batches = pretrain_batches(PydocCorpus.documents(corpus.train), corpus.vocab, batch_size,
+                               max_len, seed)
+    history = pretrain(model, batches, corpus.vocab, num_steps, lr, device, warmup, seed,
+                       report_every)
+    return model, history
+
+
+def save_pretrained(path, model, vocab, history, recipe):
+    """Weights, vocabulary, per-step losses and recipe in one file (about 1 MB)."""
+    torch.save({"model": model.state_dict(), "tokens": vocab.idx_to_token,
+                "history": {name: torch.tensor(v) for name, v in history.items()},
+                "recipe": dict(recipe)}, path)
+
+
+def load_pretrained(path=CHECKPOINT, device=None):
+    """The stored run: (model, vocab, history, recipe). The vocabulary is the one it was
+    trained with (Python's documentation, hence the vocabulary, changes between versions)."""
+    path = pathlib.Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no pretrained BERT at {path}: run `make pretrain` (about "
+                                "5 minutes on one CPU thread) to make it")
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    vocab = Vocab.from_tokens(state["tokens"])
+    recipe = state["recipe"]
+    model = small_bert(len(vocab), recipe["max_len"])
+    model.load_state_dict(state["model"])
+    history = {name: v.tolist() for name, v in state["history"].items()}
+    return model.to(device), vocab, history, recipe
+
+
 @torch.no_grad()
-def evaluate_pretraining(model, data, vocab, rounds=5, seed=0):
-    """Held-out accuracies: MLM top-1 with every chosen position shown as [MASK] (over
-    `rounds` maskings), the most-frequent-token baseline on the same positions, and NSP."""
+def evaluate_pretraining(model, data, vocab, rounds=5, seed=0, k=5):
+    """Held-out accuracies: MLM top-1 and top-k with every chosen position shown as [MASK]
+    (over `rounds` maskings), the same for always answering the most frequent training
+    tokens (vocab order), and NSP."""
     model.eval()
+    device = next(model.parameters()).device
     tokens, segments, valid_lens, is_next = data
     g = torch.Generator().manual_seed(seed)
-    hits = baseline = total = 0
-    for _ in range(rounds):
-        _, labels = mask_tokens(tokens, vocab, generator=g)
-        inputs = torch.where(labels != IGNORE, vocab.mask, tokens)    # all chosen: [MASK]
-        pred_positions, mlm_labels = gather_predictions(labels)
-        _, mlm_Y_hat, _ = model(inputs, segments, valid_lens, pred_positions)
-        keep = mlm_labels != IGNORE
-        hits += (mlm_Y_hat.argmax(dim=-1) == mlm_labels)[keep].sum().item()
-        most_frequent = vocab.num_specials  # the first ordinary token
-        baseline += (mlm_labels[keep] == most_frequent).sum().item()
-        total += keep.sum().item()
-    nsp_Y_hat = model(tokens, segments, valid_lens)[2]
+    most_frequent = torch.arange(vocab.num_specials, vocab.num_specials + k, device=device)
+    hits = torch.zeros(k)  # hits[j]: the label is among the top j + 1 predictions
+    baseline = torch.zeros(k)
+    total = 0
+    with one_cpu_thread(device):
+        for _ in range(rounds):
+            _, labels = mask_tokens(tokens, vocab, generator=g)
+            inputs = torch.where(labels != IGNORE, vocab.mask, tokens)  # all chosen: [MASK]
+            pred_positions, mlm_labels = gather_predictions(labels)
+            _, mlm_Y_hat, _ = model(inputs, segments, valid_lens, pred_positions)
+            keep = mlm_labels != IGNORE
+            top = mlm_Y_hat.topk(k, dim=-1).indices[keep]         # (predictions, k)
+            label = mlm_labels[keep][:, None]                      # (predictions, 1)
+            hits += (top == label).cumsum(dim=1).sum(dim=0).cpu()
+            baseline += (most_frequent == label).cumsum(dim=1).sum(dim=0).cpu()
+            total += int(keep.sum())
+        nsp_Y_hat = model(tokens, segments, valid_lens)[2]
     nsp = (nsp_Y_hat.argmax(dim=-1) == is_next).float().mean().item()
     model.train()
-    return {"mlm": hits / total, "baseline": baseline / total, "nsp": nsp,
+    return {"mlm": hits[0].item() / total, f"mlm top-{k}": hits[-1].item() / total,
+            "baseline": baseline[0].item() / total,
+            f"baseline top-{k}": baseline[-1].item() / total, "nsp": nsp,
             "predictions": total}
+
+
+@torch.no_grad()
+def heldout_mlm_loss(model, data, vocab, rounds=5, seed=0):
+    """Held-out MLM loss with BERT's own 80/10/10 inputs, split by what the chosen position
+    showed the model: [MASK], a random token, or the original token (which it can copy)."""
+    model.eval()
+    device = next(model.parameters()).device
+    tokens, segments, valid_lens, _ = data
+    g = torch.Generator().manual_seed(seed)
+    sums, counts = collections.Counter(), collections.Counter()
+    with one_cpu_thread(device):
+        for _ in range(rounds):
+            inputs, labels = mask_tokens(tokens, vocab, generator=g)
+            pred_positions, mlm_labels = gather_predictions(labels)     # (batch, k)
+            _, mlm_Y_hat, _ = model(inputs, segments, valid_lens, pred_positions)
+            losses = F.cross_entropy(mlm_Y_hat.transpose(1, 2), mlm_labels,
+                                     ignore_index=IGNORE, reduction="none")  # (batch, k)
+            shown = inputs.gather(1, pred_positions)                    # (batch, k)
+            chosen = mlm_labels != IGNORE
+            kinds = {"[MASK]": shown == vocab.mask, "kept": shown == mlm_labels}
+            kinds["random"] = ~kinds["[MASK]"] & ~kinds["kept"]
+            for name, where in kinds.items():
+                sums[name] += losses[where & chosen].sum().item()
+                counts[name] += int((where & chosen).sum())
+    model.train()
+    return {name: sums[name] / counts[name] for name in ["[MASK]", "random", "kept"]}
 
 
 @torch.no_grad()
@@ -449,23 +547,35 @@ def family_data(rows, vocab, max_len):
     return encode(examples, vocab, max_len)
 
 
-def finetune(classifier, data, num_epochs, lr, device, batch_size=32, seed=0):
-    """Train a classifier on (tokens, segments, valid_lens, labels); returns the losses."""
+def trim_padding(tokens, segments, valid_lens):
+    """Cut the padding columns that no input of the batch uses (outputs do not change)."""
+    n = int(valid_lens.max())
+    return tokens[:, :n], segments[:, :n], valid_lens
+
+
+def finetune(classifier, data, num_steps, lr, device, batch_size=32, seed=0):
+    """Train a classifier on (tokens, segments, valid_lens, labels) for `num_steps` batches
+    (shuffled passes over the data); linear warm-up over the first 10%, then linear decay.
+    Returns the losses."""
     optimizer = torch.optim.AdamW(classifier.parameters(), lr=lr, weight_decay=0.01)
+    scheduler = warmup_linear(optimizer, max(1, num_steps // 10), num_steps)
     g = torch.Generator().manual_seed(seed)
-    losses = []
+    batch_size = min(batch_size, len(data[0]))
+    losses, order = [], []
     classifier.train()
     with one_cpu_thread(device):
-        for _ in range(num_epochs):
-            order = torch.randperm(len(data[0]), generator=g)
-            for i in range(0, len(order), batch_size):
-                tokens, segments, valid_lens, y = [x[order[i:i + batch_size]].to(device)
-                                                   for x in data]
-                loss = F.cross_entropy(classifier(tokens, segments, valid_lens), y)
-                optimizer.zero_grad()
-                loss.backward()
-                optimizer.step()
-                losses.append(loss.item())
+        for _ in range(num_steps):
+            if len(order) < batch_size:  # a new pass over the data, freshly shuffled
+                order = torch.randperm(len(data[0]), generator=g)
+            batch, order = order[:batch_size], order[batch_size:]
+            tokens, segments, valid_lens, y = [x[batch].to(device) for x in data]
+            logits = classifier(*trim_padding(tokens, segments, valid_lens))
+            loss = F.cross_entropy(logits, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            losses.append(loss.item())
     return losses
 
 
@@ -474,5 +584,73 @@ def accuracy(classifier, data, device):
     """The share of examples whose predicted class is the label."""
     classifier.eval()
     tokens, segments, valid_lens, y = [x.to(device) for x in data]
-    predictions = classifier(tokens, segments, valid_lens).argmax(dim=-1)  # (n,)
+    with one_cpu_thread(device):
+        predictions = classifier(tokens, segments, valid_lens).argmax(dim=-1)  # (n,)
     return (predictions == y).float().mean().item()
+
+
+# -- Frozen features, linear probes and a bag-of-words baseline ----------------------------
+
+@torch.no_grad()
+def sentence_features(encoder, data, device):
+    """A frozen encoder's view of single-sentence inputs: the output at [CLS] and the mean
+    of the outputs over the sentence's own tokens (without [CLS] and [SEP]); (n, d) each."""
+    encoder.eval()
+    tokens, segments, valid_lens = [x.to(device) for x in data[:3]]
+    with one_cpu_thread(device):
+        X = encoder(tokens, segments, valid_lens)                 # (n, max_len, d)
+    positions = torch.arange(X.shape[1], device=device)           # (max_len,)
+    inside = (positions >= 1) & (positions < valid_lens[:, None] - 1)  # (n, max_len)
+    mean = (X * inside[..., None]).sum(dim=1) / inside.sum(dim=1, keepdim=True)
+    return X[:, 0].cpu(), mean.cpu()                              # (n, d), (n, d)
+
+
+def standardise(X, reference):
+    """Each feature minus its mean, over its standard deviation, both from `reference`."""
+    return (X - reference.mean(dim=0)) / (reference.std(dim=0) + 1e-8)
+
+
+def bag_of_words(data, vocab):
+    """Which ordinary tokens each input contains: (n, len(vocab)) of 0/1 (order is lost)."""
+    tokens = data[0]
+    X = torch.zeros(len(tokens), len(vocab))
+    X.scatter_(1, tokens, 1.0)
+    X[:, :vocab.num_specials] = 0
+    return X
+
+
+def fit_logistic_regression(X, y, num_classes, l2=1.0, max_iter=100):
+    """Multinomial logistic regression as scikit-learn fits it by default: minimise the
+    summed cross-entropy plus l2 / 2 * ||W||^2 (C = 1) with L-BFGS, at most 100 iterations.
+    Returns predict(X). A mostly-zero X (a bag of words) is multiplied as a sparse matrix."""
+    X, y = X.double(), y.long()
+    if (X == 0).double().mean() > 0.9:
+        X = X.to_sparse()                   # 10-50x fewer operations per iteration
+    W = torch.zeros(X.shape[1], num_classes, dtype=torch.float64, requires_grad=True)
+    b = torch.zeros(num_classes, dtype=torch.float64, requires_grad=True)
+    optimizer = torch.optim.LBFGS([W, b], max_iter=max_iter, tolerance_grad=1e-4,
+                                  line_search_fn="strong_wolfe")
+
+    def closure():
+        optimizer.zero_grad()
+        loss = F.cross_entropy(X @ W + b, y, reduction="sum") + l2 / 2 * (W ** 2).sum()
+        loss.backward()
+        return loss
+
+    with one_cpu_thread():
+        optimizer.step(closure)
+    W, b = W.detach(), b.detach()
+    return lambda X_new: (X_new.double() @ W + b).argmax(dim=-1)
+
+
+def probe_accuracy(train_X, train_y, test_X, test_y, num_classes, l2=1.0):
+    """Fit logistic regression on (train_X, train_y); accuracy on (test_X, test_y)."""
+    predict = fit_logistic_regression(train_X, train_y, num_classes, l2)
+    return (predict(test_X) == test_y).double().mean().item()
+
+
+def labelled_subset(num_examples, size, seed):
+    """The indices of `size` labelled examples drawn at random (without replacement);
+    with the same seed a smaller subset is part of a larger one."""
+    order = torch.randperm(num_examples, generator=torch.Generator().manual_seed(seed))
+    return order[:size]

@@ -1,6 +1,7 @@
 """book.bert: tokens, the corpus, masking (statistically), NSP pairs, the model and its sizes."""
 import collections
 import random
+import re
 
 import pytest
 import torch
@@ -193,3 +194,136 @@ def test_meta_device_count_equals_a_real_model():
         meta = bert.BERTModel(300, 32, 64, 4, 3, 0.1, max_len=40)
     assert all(p.is_meta for p in meta.parameters())
     assert bert.num_params(meta) == bert.num_params(bert.BERTModel(300, 32, 64, 4, 3, 0.1, 40))
+
+
+# -- Evaluation, probes and fine-tuning ------------------------------------------------------
+
+class Copier(torch.nn.Module):
+    """A stand-in for BERTModel that predicts, at every position, the token it is shown."""
+
+    def __init__(self, vocab_size):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.dummy = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, tokens, segments, valid_lens=None, pred_positions=None):
+        mlm = None
+        if pred_positions is not None:
+            shown = tokens.gather(1, pred_positions)                       # (batch, k)
+            mlm = 20.0 * torch.nn.functional.one_hot(shown, self.vocab_size).float()
+        return None, mlm, torch.zeros(len(tokens), 2)
+
+
+def test_heldout_mlm_loss_splits_mask_random_and_kept_positions(corpus):
+    docs = bert.PydocCorpus.documents(corpus.test)
+    data = bert.encode(bert.nsp_pairs(docs, random.Random(0)), corpus.vocab, 32)
+    losses = bert.heldout_mlm_loss(Copier(len(corpus.vocab)), data, corpus.vocab, rounds=1)
+    assert list(losses) == ["[MASK]", "random", "kept"]
+    assert losses["kept"] < 1e-6 < 19 < losses["random"] and losses["[MASK]"] > 19
+
+
+def test_evaluate_pretraining_counts_top1_top5_and_the_frequency_baseline(corpus):
+    docs = bert.PydocCorpus.documents(corpus.test)
+    data = bert.encode(bert.nsp_pairs(docs, random.Random(0)), corpus.vocab, 32)
+    result = bert.evaluate_pretraining(Copier(len(corpus.vocab)), data, corpus.vocab, rounds=1)
+    assert result["mlm"] == 0.0  # it is shown [MASK] everywhere it must predict
+    assert 0.03 < result["baseline"] < result["baseline top-5"] < 0.5
+    short = bert.encode(bert.nsp_pairs(docs, random.Random(0)), corpus.vocab, 12)
+    result = bert.evaluate_pretraining(tiny_model(len(corpus.vocab)), short, corpus.vocab)
+    assert result["mlm"] <= result["mlm top-5"] and result["predictions"] > 1000
+    with pytest.raises(ValueError, match="max_len=12"):
+        bert.evaluate_pretraining(tiny_model(len(corpus.vocab)), data, corpus.vocab)
+
+
+def test_sentence_features_average_only_the_sentence_tokens():
+    class Echo(torch.nn.Module):  # the "encoder output" of a token is its id
+        def forward(self, tokens, segments, valid_lens):
+            return tokens.float()[..., None]
+    data = (torch.tensor([[2, 10, 20, 3, 0], [2, 7, 3, 0, 0]]), torch.zeros(2, 5, dtype=int),
+            torch.tensor([4, 3]))
+    cls, mean = bert.sentence_features(Echo(), data, "cpu")
+    assert cls.flatten().tolist() == [2, 2] and mean.flatten().tolist() == [15, 7]
+
+
+def test_standardise_uses_the_reference_statistics():
+    reference = torch.randn(500, 3) * torch.tensor([1.0, 10.0, 0.01]) + 5
+    Z = bert.standardise(reference, reference)
+    assert torch.allclose(Z.mean(0), torch.zeros(3), atol=1e-4)
+    assert torch.allclose(Z.std(0), torch.ones(3), atol=1e-4)
+    assert torch.allclose(bert.standardise(reference[:2], reference), Z[:2])
+
+
+def test_bag_of_words_marks_ordinary_tokens_only(corpus):
+    vocab = corpus.vocab
+    data = bert.encode([(["the", "the", "if"], None, 0)], vocab, 8)
+    X = bert.bag_of_words(data, vocab)
+    assert X.shape == (1, len(vocab)) and X.sum() == 2
+    assert X[0, vocab["the"]] == 1 and X[0, vocab["if"]] == 1
+
+
+def test_logistic_regression_fits_separable_data_and_matches_its_optimality_condition():
+    g = torch.Generator().manual_seed(0)
+    centres = torch.tensor([[3.0, 0], [0, 3], [-3, -3]])
+    y = torch.arange(3).repeat(40)
+    X = centres[y] + torch.randn(120, 2, generator=g)
+    assert bert.probe_accuracy(X, y, X, y, num_classes=3) > 0.95
+    assert bert.probe_accuracy(X[:60], y[:60], X[60:], y[60:], num_classes=3) > 0.9
+
+
+def test_labelled_subsets_are_nested_and_without_repeats():
+    small, large = bert.labelled_subset(100, 10, seed=3), bert.labelled_subset(100, 40, seed=3)
+    assert small.tolist() == large[:10].tolist() and len(set(large.tolist())) == 40
+    assert bert.labelled_subset(100, 10, seed=4).tolist() != small.tolist()
+
+
+def test_trimming_padding_changes_no_output():
+    model = tiny_model()
+    classifier = bert.BERTClassifier(model, num_classes=3).eval()
+    tokens = torch.randint(5, 50, (2, 12))
+    tokens[:, 7:] = 0
+    segments, valid_lens = torch.zeros(2, 12, dtype=torch.long), torch.tensor([7, 5])
+    full = classifier(tokens, segments, valid_lens)
+    trimmed = classifier(*bert.trim_padding(tokens, segments, valid_lens))
+    assert trimmed.shape == full.shape and torch.allclose(trimmed, full, atol=1e-6)
+
+
+def test_finetune_runs_the_given_number_of_steps_and_learns():
+    g = torch.Generator().manual_seed(0)
+    tokens = torch.randint(5, 50, (40, 6), generator=g)
+    y = (tokens[:, 1] >= 27).long()                    # the class is read off one token
+    data = (tokens, torch.zeros_like(tokens), torch.full((40,), 6), y)
+    classifier = bert.BERTClassifier(tiny_model(), num_classes=2)
+    losses = bert.finetune(classifier, data, num_steps=60, lr=3e-3, device="cpu",
+                           batch_size=16)
+    assert len(losses) == 60 and sum(losses[-10:]) < sum(losses[:10])
+
+
+# -- Chapter 8's prose ---------------------------------------------------------------------
+
+def quoted_examples(markdown):
+    """The examples a text quotes in double quotes ("the [MASK] statement", "return"),
+    with `[MASK]` written as code; quotes of the quotation mark itself (`"`) are skipped."""
+    text = re.sub(r"`(\[MASK\])`", r"\1", markdown)
+    text = re.sub(r"`[^`\n]*`", " ", text)                 # other inline code is not prose
+    return re.findall(r'"([^"\n]{1,80})"', text)
+
+
+def test_quoted_examples_skip_code_and_keep_mask():
+    text = 'always `"`; in "the `[MASK]` statement" the word "for" and `x = "y"`'
+    assert quoted_examples(text) == ["the [MASK] statement", "for"]
+
+
+def test_every_example_word_in_chapter_8s_prose_is_in_the_vocabulary(corpus):
+    """A word the model does not know would be [UNK]: the text must not build on one.
+    Excepted: WordPiece's example ("tokenizer" -> "token", "##izer"), the names of the
+    masking shares ("random", "unchanged") and the paper's sizes."""
+    from conftest import ROOT, read_notebook, source
+    nb = read_notebook(ROOT / "chapters" / "08_bert.ipynb")
+    markdown = "\n".join(source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+    examples = [e for e in quoted_examples(markdown)
+                if e not in {"tokenizer", "token", "##izer", "random", "unchanged"}
+                and not re.search(r"\d", e)]
+    assert len(examples) > 10
+    unknown = {t for e in examples for t in bert.tokenize(e)
+               if corpus.vocab[t] == corpus.vocab.unk}
+    assert not unknown, f"chapter 8 quotes words the vocabulary does not have: {unknown}"
