@@ -78,6 +78,16 @@ def lens_unsqueezed_wrong(X, valid_lens):
     return torch.softmax(X.masked_fill(~keep, torch.finfo(X.dtype).min), -1) * keep
 
 
+def lens_in_place(X, valid_lens):
+    """Right weights, but valid_lens.unsqueeze_ changes the caller's tensor."""
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    if valid_lens.dim() == 1:
+        valid_lens.unsqueeze_(-1)                      # (batch, 1)
+    keep = torch.arange(X.shape[-1]) < valid_lens[..., None]
+    return torch.softmax(X.masked_fill(~keep, torch.finfo(X.dtype).min), -1) * keep
+
+
 def detached_fill(X, valid_lens):
     """Builds the filled scores from X.detach(): gradients reach nothing."""
     if valid_lens is None:
@@ -107,6 +117,7 @@ WRONG_MASKED_SOFTMAXES = {
     "zeroes padding after the softmax, renormalises": (renormalised, "NaN"),
     "lengths broadcast on the wrong axis": (lens_unsqueezed_wrong, "must match the size"),
     "fill built from X.detach()": (detached_fill, "no gradient can flow back"),
+    "unsqueezes valid_lens in place": (lens_in_place, "changed valid_lens in place"),
 }
 
 R1_EXPECTED = {

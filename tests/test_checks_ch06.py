@@ -102,6 +102,26 @@ class DropoutTwice(Learned):
         return self.dropout(self.dropout(X + self.P[:, : X.shape[1]]))
 
 
+class ModuloTable(Learned):
+    """Positions from 10 on reuse the vector of position 10."""
+
+    def forward(self, X):
+        index = torch.arange(X.shape[1]).clamp(max=10)
+        return self.dropout(X + self.P[:, index])
+
+
+class LowRankTable(Learned):
+    """P = a b^T: one number per position times one vector (rank-one table)."""
+
+    def __init__(self, num_hiddens, dropout, max_len=1000):
+        super().__init__(num_hiddens, dropout, max_len)
+        self.a = nn.Parameter(torch.randn(max_len, 1))
+        self.b = nn.Parameter(torch.randn(1, num_hiddens))
+
+    def forward(self, X):
+        return self.dropout(X + (self.a[: X.shape[1]] * self.b)[None])
+
+
 class ScaledTable(Learned):
     """Right: the table times a constant (still one trainable vector per position)."""
 
@@ -135,6 +155,8 @@ WRONG_FAST = {  # rejected before any training
     "creates its table in the first forward": (LazyTable, "once built"),
     "dropout in eval mode too": (AlwaysDropout, "dropout must be off in eval mode"),
     "dropout applied twice": (DropoutTwice, "the scaling of a dropout rate 0.75"),
+    "positions from 10 on share a vector": (ModuloTable, "not position-dependent"),
+    "a rank-one table a b^T": (LowRankTable, "independent directions"),
 }
 
 WRONG_TRAINED = {  # pass the quick checks, fail the reversal test

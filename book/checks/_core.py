@@ -216,9 +216,10 @@ def _on(case):
 
 
 def expect_tensor(value, shape=None, dtype=None, what="the output", case="", hint=None,
-                  nan_hint=None):
-    """`value` must be a NaN-free tensor of the given shape and dtype (`hint` for a wrong
-    type or shape, `nan_hint` for NaN)."""
+                  nan_hint=None, device="cpu"):
+    """`value` must be a NaN-free tensor of the given shape and dtype, on `device` (the
+    checkers build every input on the CPU); `hint` for a wrong type or shape, `nan_hint`
+    for NaN."""
     __tracebackhide__ = True
     on = _on(case)
     if value is None:
@@ -229,6 +230,10 @@ def expect_tensor(value, shape=None, dtype=None, what="the output", case="", hin
              "convert with torch.as_tensor, or better, compute with torch from the start "
              "(a NumPy or Python detour also cuts the gradient)." if kind in
              ("ndarray", "list", "float", "int") else hint)
+    if device is not None and value.device.type != torch.device(device).type:
+        fail(f"{what} is on {value.device}{on}, while the inputs are on {device}.",
+             "keep the inputs' device: create new tensors with device=input.device (or "
+             "torch.zeros_like and friends) and do not move results with .cuda() or .to().")
     if shape is not None and tuple(value.shape) != tuple(shape):
         fail(f"{what} has shape {tuple(value.shape)}{on}; expected {tuple(shape)}.", hint)
     if dtype is not None and value.dtype != dtype:

@@ -78,6 +78,15 @@ def _fill_overflow_hint(error):
     return None
 
 
+def _lens_unchanged(given, valid_lens, name, case):
+    if valid_lens is not None and not (isinstance(given, torch.Tensor)
+                                       and given.shape == valid_lens.shape
+                                       and torch.equal(given, valid_lens)):
+        fail(f"{name} changed valid_lens in place on {case}.",
+             "build new tensors (valid_lens[:, None], not valid_lens.unsqueeze_(-1)): the "
+             "caller uses the same lengths again, e.g. for every head.")
+
+
 _NAN_GRAD_HINT = ("an additive -inf mask (X + mask) makes the backward compute NaN for a row "
                   "with no valid key, even when nan_to_num or torch.where hides it in the "
                   "forward: use X.masked_fill(~keep, torch.finfo(X.dtype).min), then multiply "
@@ -91,8 +100,10 @@ def check_masked_softmax(fn):
     float64, rows of 60 keys, and gradients (fully masked rows included)."""
     for case, X, valid_lens in _masked_softmax_cases():
         before = X.clone()
-        out = call(fn, X, valid_lens, name="masked_softmax", case=case,
+        lens_given = None if valid_lens is None else valid_lens.clone()
+        out = call(fn, X, lens_given, name="masked_softmax", case=case,
                    hint_on_error=_fill_overflow_hint)
+        _lens_unchanged(lens_given, valid_lens, "masked_softmax", case)
         lens = _lens_2d(valid_lens, X.shape)                          # (batch, queries)
         empty = lens == 0
         positions = torch.arange(X.shape[-1])
@@ -285,8 +296,10 @@ def check_scaled_dot_product_attention(fn):
     batches of one, huge and large scores, 60 keys, float16, and gradients."""
     for case, q, k, v, valid_lens, atol in _attention_cases():
         given = [q.clone(), k.clone(), v.clone()]
-        out = call(fn, *given, valid_lens, name="scaled_dot_product_attention", case=case,
+        lens_given = None if valid_lens is None else valid_lens.clone()
+        out = call(fn, *given, lens_given, name="scaled_dot_product_attention", case=case,
                    hint_on_error=_fill_overflow_hint)
+        _lens_unchanged(lens_given, valid_lens, "scaled_dot_product_attention", case)
         if isinstance(out, tuple):
             fail(f"scaled_dot_product_attention should return only the output tensor, got a "
                  f"tuple of {len(out)} on {case}.")

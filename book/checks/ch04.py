@@ -89,8 +89,14 @@ def check_bahdanau_step(fn):
             ref_logits, ref_state, ref_weights = _reference(decoder, token, state, enc_outputs,
                                                             valid_lens)
         before = state.clone()
+        others = [t.clone() for t in (token, enc_outputs, valid_lens)]
         result = _without_shortcut(fn, decoder, token, state, enc_outputs, valid_lens,
                                    case=case)
+        for name, kept, now in zip(("token", "enc_outputs", "enc_valid_lens"), others,
+                                   (token, enc_outputs, valid_lens)):
+            if not torch.equal(kept, now):
+                fail(f"bahdanau_step changed its argument `{name}` in place on {case}.",
+                     "build new tensors: the caller uses them again at the next step.")
         if not isinstance(result, (tuple, list)) or len(result) != 3:
             fail(f"bahdanau_step should return a triple (logits, hidden_state, weights), got "
                  f"{type(result).__name__} on {case}.")

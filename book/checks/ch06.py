@@ -11,10 +11,10 @@ message is the same on every run):
 2. trainable parameters exist and receive gradients;
 3. in eval mode the output is X + E, with E the same for every X, every example of the batch,
    every call, and, for position i, every sequence length (a table sliced from its start);
-4. E is position-dependent and *per-position trainable*: the Jacobian of E (5 positions x 16
-   features) with respect to the parameters has full rank 80, so every entry of every
-   position's vector can be learned on its own (one scale times the sinusoid has rank 1, one
-   scalar per position rank 5);
+4. E is position-dependent (50 positions, all different) and *per-position trainable*: the
+   Jacobian of E (10 positions x 16 features) with respect to the parameters has full rank
+   160, so every entry of every position's vector can be learned on its own (one scale times
+   the sinusoid has rank 1, one scalar per position rank 10);
 5. in train mode with dropout 0.5, every entry is 0 or (X + E) / (1 - 0.5), and about half
    are 0: dropout on the sum, at the given rate (the placement the exercise asks for);
 6. (train=True) the encoding helps: the chapter's reversal model with it reverses at least
@@ -177,8 +177,8 @@ def check_learned_positional_encoding(cls, train=True):
              "slice the table from its start, P[:, :n] (the first n rows), not its end.")
 
     with torch.no_grad():
-        added = module(torch.zeros(1, 8, d))[0]  # (8, d): what each position gets
-    distinct = torch.cdist(added, added) + torch.eye(8) > 1e-6
+        added = module(torch.zeros(1, 50, d))[0]  # (50, d): what each position gets
+    distinct = torch.cdist(added, added) + torch.eye(50) > 1e-6
     if not distinct.all():
         i, j = [int(k) for k in (~distinct).nonzero()[0]]
         std = _start_std(cls, d)
@@ -201,13 +201,15 @@ def check_learned_positional_encoding(cls, train=True):
     if any(gr is not None and not torch.isfinite(gr).all() for gr in grads):
         fail("the gradient of your encoding's parameters contains NaN or inf.")
     module.eval()
-    rank = _jacobian_rank(module, 5, d)
-    if rank < 5 * d:
+    n = 10
+    rank = _jacobian_rank(module, n, d)
+    if rank < n * d:
         what = {1: "one trainable number for all of them (e.g. a scale times the fixed "
-                   "sinusoid)", 5: "one trainable number per position, the same for every "
+                   "sinusoid)", n: "one trainable number per position, the same for every "
                                    "feature", d: "one trainable vector shared by all positions"}
-        fail(f"for 5 positions of 16 features your encoding can learn only {rank} independent "
-             f"directions, not 5 x 16 = {5 * d}: {what.get(rank, 'too few free parameters')}."
+        fail(f"for {n} positions of 16 features your encoding can learn only {rank} "
+             f"independent directions, not {n} x 16 = {n * d}: "
+             f"{what.get(rank, 'too few free parameters')}."
              " A learned encoding gives every position its own trainable vector.",
              "a table with one row of num_hiddens trainable numbers per position: "
              "nn.Parameter(torch.randn(1, max_len, num_hiddens)), or nn.Embedding(max_len, "
