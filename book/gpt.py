@@ -22,13 +22,13 @@ from .transformer import PositionWiseFFN
 
 @dataclass
 class GPTConfig:
-    """The sizes of a GPT. The defaults are chapter 9's character model."""
+    """The sizes of a GPT; the defaults are those of chapter 9's character model."""
     vocab_size: int = 128           # V: how many different tokens there are
-    block_size: int = 128           # the longest sequence: positions 0, ..., block_size - 1
-    num_layers: int = 4             # L: decoder blocks, stacked
+    block_size: int = 64            # the longest sequence: positions 0, ..., block_size - 1
+    num_layers: int = 2             # L: decoder blocks, stacked
     num_heads: int = 4              # h: query heads per attention layer
-    num_hiddens: int = 128          # d: the width of every token's vector
-    ffn_num_hiddens: int = 512      # the hidden width of the FFN, usually 4d
+    num_hiddens: int = 64           # d: the width of every token's vector
+    ffn_num_hiddens: int = 256      # the hidden width of the FFN, usually 4d
     dropout: float = 0.0            # on the embeddings, attention weights, sublayer outputs
     num_kv_heads: int | None = None  # key-value heads, None = num_heads (chapter 11: fewer)
     fused: bool = False             # attention by torch's scaled_dot_product_attention
@@ -219,21 +219,28 @@ def top_p_filter(logits, p):
     return logits.masked_fill(probs < threshold, float("-inf"))
 
 
-def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
-    """One token per row of `logits` (batch, V): greedy at temperature 0, otherwise a draw
-    from softmax(logits / temperature), restricted to the top-k and then the top-p tokens.
-    The draw is made on the CPU, where `generator` lives, so a seed means the same thing on
-    every device."""
+def sampling_probs(logits, temperature=1.0, top_k=None, top_p=None):
+    """The distribution sample_next draws from, (batch, V): softmax(logits / temperature)
+    over the top-k and then the top-p tokens; all on the largest logit at temperature 0."""
     if temperature < 0:
         raise ValueError(f"temperature must be >= 0 (0 = greedy), got {temperature}")
     if temperature == 0:
-        return logits.argmax(dim=-1)                                # (batch,)
+        return F.one_hot(logits.argmax(dim=-1), logits.shape[-1]).float()  # (batch, V)
     logits = logits / temperature
     if top_k is not None:
         logits = top_k_filter(logits, top_k)
     if top_p is not None:
         logits = top_p_filter(logits, top_p)
-    probs = torch.softmax(logits.float(), dim=-1).cpu()             # (batch, V)
+    return torch.softmax(logits.float(), dim=-1)                    # (batch, V)
+
+
+def sample_next(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
+    """One token per row of `logits` (batch, V): the largest logit at temperature 0
+    (greedy), otherwise a draw from sampling_probs. The draw is made on the CPU, where
+    `generator` lives, so that a seed means the same on every device."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)                                # (batch,)
+    probs = sampling_probs(logits, temperature, top_k, top_p).cpu()  # (batch, V)
     token = torch.multinomial(probs, 1, generator=generator)        # (batch, 1)
     return token.squeeze(-1).to(logits.device)                      # (batch,)
 
@@ -280,10 +287,11 @@ def cache_nbytes(caches):
 
 @torch.no_grad()
 def time_per_token(model, position, use_cache, repeats=5):
-    """Seconds to produce the next token at `position` (median of `repeats`), for one
-    sequence of random tokens: with the cache, one step after `position` cached positions;
-    without, a forward pass over all `position + 1` tokens. On a CPU the clock is this
-    process's CPU time (one thread), so other programs on a busy machine do not count."""
+    """Seconds to produce the next token at `position` >= 1, for one sequence of random
+    tokens: with the cache, one step after `position` cached positions; without, a forward
+    pass over all `position + 1` tokens. Each run follows an untimed one of the same shapes;
+    the fastest of `repeats` runs counts (the machine can only slow a run down). On a CPU
+    the clock is this process's CPU time on one thread, so other programs do not count."""
     device = next(model.parameters()).device
     on_gpu = device.type == "cuda"
     clock = time.perf_counter if on_gpu else time.process_time
@@ -292,17 +300,21 @@ def time_per_token(model, position, use_cache, repeats=5):
     times = []
     with one_cpu_thread(device):
         for _ in range(repeats):
-            caches = None
-            if use_cache:
+            if use_cache:  # fill position - 1 positions, then one untimed step
                 caches = model.new_caches()
-                model(tokens[:, :position], caches)           # fill the cache (not timed)
+                if position > 1:
+                    model(tokens[:, :position - 1], caches)
+                model(tokens[:, position - 1:position], caches)
+                inputs = tokens[:, position:]                 # one token, `position` cached
+            else:
+                caches, inputs = None, tokens                 # the whole sequence
+                model(inputs)                                 # untimed
             if on_gpu:
                 torch.cuda.synchronize(device)
             start = clock()
-            logits = model(tokens[:, position:] if use_cache else tokens, caches)[:, -1]
-            logits.argmax(-1).tolist()                        # wait for the result
+            model(inputs, caches)[:, -1].argmax(-1).tolist()  # .tolist() waits for it
             times.append(clock() - start)
-    return sorted(times)[len(times) // 2]
+    return min(times)
 
 
 @torch.no_grad()
@@ -386,14 +398,15 @@ def ngram_loss(train, val, vocab_size, order, smoothing):
 @torch.no_grad()
 def evaluate(model, tokens, block_size, max_windows=None):
     """Mean cross-entropy (nats per token) of `model` on `tokens`, cut into consecutive
-    windows of block_size + 1 (each predicts its last block_size tokens)."""
+    windows of block_size + 1 (each predicts its last block_size tokens); with
+    `max_windows`, only that many, evenly spread over the text."""
     device = next(model.parameters()).device
     count = (len(tokens) - 1) // block_size
-    if max_windows is not None:
-        count = min(count, max_windows)
-    windows = tokens[:count * block_size + 1]
-    X = windows[:-1].reshape(count, block_size).to(device)          # (windows, block)
-    Y = windows[1:].reshape(count, block_size).to(device)
+    starts = torch.arange(count) * block_size                              # (windows,)
+    if max_windows is not None and max_windows < count:
+        starts = starts[torch.linspace(0, count - 1, max_windows).long()]
+    windows = tokens[starts[:, None] + torch.arange(block_size + 1)]     # (windows, T + 1)
+    X, Y = windows[:, :-1].to(device), windows[:, 1:].to(device)         # (windows, T)
     training = model.training
     model.eval()
     total = sum(F.cross_entropy(model(x).flatten(0, 1), y.flatten(), reduction="sum").item()
@@ -407,8 +420,8 @@ def train_gpt(model, data, num_steps, batch_size=32, lr=2e-3, clip=1.0, seed=0,
     """Train on random windows of the training text for `num_steps` steps with AdamW, the
     learning rate falling along a cosine to a tenth, gradients clipped to norm `clip`; no
     warm-up (pre-LN trains without one). Returns the training loss of every step and
-    {step: validation loss on the first `eval_windows` windows}. `on_eval(step)` is called
-    after each evaluation (for samples)."""
+    {step: validation loss on `eval_windows` windows spread over the validation text};
+    `on_eval(step)` is called after each evaluation (for samples)."""
     device = next(model.parameters()).device
     block_size = model.config.block_size
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)

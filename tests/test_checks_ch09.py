@@ -41,6 +41,13 @@ def top_p_log_probs(logits, p):  # unusual: returns renormalised log-probabiliti
     return (log_probs - torch.logsumexp(log_probs, -1, keepdim=True)).to(logits.dtype)
 
 
+def top_p_in_the_input_dtype(logits, p):  # unusual: float16 arithmetic for float16 logits
+    probs = torch.softmax(logits, dim=-1)
+    ranked = probs.sort(dim=-1, descending=True).values
+    threshold = ranked.gather(-1, (ranked.cumsum(-1) - ranked < p).sum(-1, keepdim=True) - 1)
+    return logits.masked_fill(probs < threshold, float("-inf"))
+
+
 def top_p_finfo(logits, p):  # unusual: the smallest finite number instead of -inf
     keep = torch.isfinite(top_p(logits, p))
     return logits.masked_fill(~keep, torch.finfo(logits.dtype).min)
@@ -100,6 +107,11 @@ def returns_probabilities(logits, p):
     return torch.softmax(top_p(logits, p).float(), dim=-1).to(logits.dtype)
 
 
+def masked_probabilities(logits, p):  # probabilities, zeroed outside, not renormalised
+    probs = torch.softmax(logits.float(), dim=-1)
+    return probs.masked_fill(~torch.isfinite(top_p(logits, p)), 0.0).to(logits.dtype)
+
+
 def log_of_renormalised(logits, p):  # right values, NaN gradient through log(0)
     probs = torch.softmax(top_p(logits, p).float(), dim=-1)
     return torch.log(probs).to(logits.dtype)
@@ -146,6 +158,7 @@ WRONG_TOP_P = {
     "fills with -1e9 (float16 overflow)": (fills_minus_1e9, r"float16 .*65504"),
     "fills with 0 instead of -inf": (fills_zero, r"(?s)logit 0 .*not probability 0"),
     "returns probabilities": (returns_probabilities, "looks like probabilities"),
+    "returns masked probabilities": (masked_probabilities, "looks like probabilities"),
     "log of renormalised probabilities (NaN gradient)": (log_of_renormalised, "log\\(0\\)"),
     "detaches the logits": (detaches, "no gradient"),
     "multiplies by a 0/1 mask": (multiplies_by_mask, "masked_fill"),
@@ -158,8 +171,10 @@ WRONG_TOP_P = {
 }
 
 
-@pytest.mark.parametrize("fn", [top_p, top_p_pairwise, top_p_log_probs, top_p_finfo],
-                         ids=["reference", "pairwise", "log-probabilities", "finfo.min"])
+@pytest.mark.parametrize("fn", [top_p, top_p_pairwise, top_p_log_probs, top_p_finfo,
+                                top_p_in_the_input_dtype],
+                         ids=["reference", "pairwise", "log-probabilities", "finfo.min",
+                              "input dtype"])
 def test_check_top_p_filter_accepts_right_solutions(fn):
     assert "passed" in checks.check_top_p_filter(fn)
 
@@ -219,6 +234,13 @@ def step_with_sdpa(q, k, v, past_keys, past_values):  # unusual: the fused kerne
     return F.scaled_dot_product_attention(q, keys, values), keys, values
 
 
+def step_with_a_mask_row(q, k, v, past_keys, past_values):  # unusual: the mask's last row
+    keys, values = torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+    n = keys.shape[2]
+    mask = torch.ones(n, n, dtype=torch.bool).tril()[-1:]            # (1, t + 1): all True
+    return F.scaled_dot_product_attention(q, keys, values, attn_mask=mask), keys, values
+
+
 def step_with_einsum(q, k, v, past_keys, past_values):  # unusual: einsum, scaled q first
     keys, values = torch.cat((past_keys, k), dim=-2), torch.cat((past_values, v), dim=-2)
     scores = torch.einsum("bhqd,bhkd->bhqk", q / q.shape[-1] ** 0.5, keys)
@@ -238,6 +260,10 @@ def attends_before_appending(q, k, v, past_keys, past_values):
         return v, keys, values
     out = torch.softmax(q @ past_keys.transpose(2, 3) / math.sqrt(q.shape[-1]), -1)
     return out @ past_values, keys, values
+
+
+def attends_only_to_itself(q, k, v, past_keys, past_values):
+    return v, torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
 
 
 def no_scale(q, k, v, past_keys, past_values):
@@ -313,6 +339,7 @@ WRONG_STEPS = {
     "is_causal=True in a one-query step": (is_causal_in_a_step, "top left"),
     "attends before appending the new key": (attends_before_appending, "itself"),
     "no 1/sqrt(d) scale": (no_scale, "not scaled"),
+    "attends only to itself": (attends_only_to_itself, "only to itself"),
     "softmax over the query axis": (softmax_over_queries, "wrong axis"),
     "exp without subtracting the max": (naive_softmax, "(NaN|large scores)"),
     "a cache that detaches (gradient cut)": (detached_cache, "gradient with respect to the keys"),
@@ -330,8 +357,9 @@ WRONG_STEPS = {
 }
 
 
-@pytest.mark.parametrize("fn", [attention_step, step_with_sdpa, step_with_einsum],
-                         ids=["reference", "sdpa", "einsum"])
+@pytest.mark.parametrize("fn", [attention_step, step_with_sdpa, step_with_einsum,
+                                step_with_a_mask_row],
+                         ids=["reference", "sdpa", "einsum", "mask row"])
 def test_check_attention_step_accepts_right_solutions(fn):
     assert "passed" in checks.check_attention_step(fn)
 

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from book.gpt import (GPT, CausalSelfAttention, CharData, GPTConfig, KVCache, cache_nbytes,
-                      evaluate, generate, kv_cache_bytes, ngram_loss, sample_next,
+                      evaluate, generate, kv_cache_bytes, ngram_loss, sample_next, sampling_probs,
                       time_per_token, to_torch_layer, top_k_filter, top_p_filter, train_gpt)
 
 SMALL = GPTConfig(vocab_size=23, block_size=40, num_layers=2, num_heads=4, num_hiddens=32,
@@ -177,6 +177,19 @@ def test_sampling_stays_in_the_allowed_set_and_follows_the_renormalised_probabil
         sample_next(logits, temperature=-1)
 
 
+def test_sampling_probs_is_what_sample_next_draws_from():
+    logits = torch.tensor([[2.0, 1.0, 0.0, 0.0, -1.0]])
+    assert sampling_probs(logits, temperature=0).tolist() == [[1.0, 0.0, 0.0, 0.0, 0.0]]
+    assert torch.allclose(sampling_probs(logits, temperature=0.5), torch.softmax(2 * logits, -1))
+    kept = sampling_probs(logits, top_k=3)                  # the third place is shared
+    assert (kept > 0).tolist() == [[True, True, True, True, False]]
+    assert torch.allclose(kept.sum(-1), torch.ones(1))
+    both = sampling_probs(logits, top_k=3, top_p=0.5)       # top-k first, then top-p
+    assert (both > 0).tolist() == [[True, False, False, False, False]]
+    with pytest.raises(ValueError, match="temperature"):
+        sampling_probs(logits, temperature=-0.5)
+
+
 # -- hooks for chapter 10 ---------------------------------------------------------------------
 
 def rotate(X, positions):
@@ -263,5 +276,6 @@ def test_training_lowers_the_loss(data):
 
 def test_time_per_token_returns_positive_seconds():
     model = small_model()
-    assert time_per_token(model, 20, use_cache=True, repeats=1) > 0
-    assert time_per_token(model, 20, use_cache=False, repeats=1) > 0
+    for position in (1, 20):
+        assert time_per_token(model, position, use_cache=True, repeats=1) > 0
+        assert time_per_token(model, position, use_cache=False, repeats=1) > 0
