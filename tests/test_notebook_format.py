@@ -59,6 +59,15 @@ def test_doc_roles_become_links_from_the_learner_copy():
         make_exercises.plain_roles("{doc}`../nowhere`", source, target, where)
 
 
+def test_relative_links_are_rewritten_for_the_learner_copy_folder():
+    where, source, target = "test", ROOT / "exercises" / "solutions", ROOT / "exercises"
+    text = "[ch 1](../../chapters/01_attention_cues.ipynb#two-kinds) [web](https://x.org/a) [up](#top)"
+    assert make_exercises.plain_roles(text, source, target, where) == (
+        "[ch 1](../chapters/01_attention_cues.ipynb#two-kinds) [web](https://x.org/a) [up](#top)")
+    with pytest.raises(ValueError, match=r"names no file: exercises/nowhere\.ipynb"):
+        make_exercises.plain_roles("[x](../nowhere.ipynb)", source, target, where)
+
+
 def test_cite_roles_become_author_and_year():
     where, folder = "test", ROOT / "exercises"
     assert make_exercises.plain_roles("{cite}`nadaraya1964estimating,watson1964smooth`", folder,

@@ -19,7 +19,8 @@ Conventions in a solution notebook (exercises/solutions/NN_*.ipynb):
   JupyterLab as that raw path and linking nowhere) becomes a link from the learner copy's
   folder, [3. Attention scoring functions](../chapters/03_scoring_functions.ipynb), titled as
   the book titles it; {cite}`key` (shown as the bare key with a "not found" mark) becomes
-  "(Author, year)" from references.bib.
+  "(Author, year)" from references.bib. Relative Markdown links and images, written from
+  exercises/solutions/, are rewritten to work from exercises/.
 The learner copy is stored without outputs, in the form JupyterLab saves a notebook
 (tools/normalise_notebooks.py), so that opening it in JupyterLab modifies nothing.
 """
@@ -40,6 +41,7 @@ BEGIN = re.compile(r"^(?P<indent>\s*)### BEGIN SOLUTION(?:\s+hint:\s*(?P<hint>.*
 END = re.compile(r"^\s*### END SOLUTION\s*$")
 GATE = re.compile(r"^\s*```\{solution-(start|end)\}")
 DOC = re.compile(r"\{doc\}`(?:(?P<text>[^`<]*?)\s*<(?P<target>[^`>]+)>|(?P<bare>[^`]+))`")
+LINK = re.compile(r"(?P<open>!?\[[^\]]*\]\()(?P<target>(?![a-z][a-z0-9+.-]*:|#|/)[^)\s]+)\)")
 CITE = re.compile(r"\{cite(?::(?P<kind>[pt]))?\}`(?P<keys>[^`]+)`")
 EXERCISE = re.compile(r"^```\{exercise\}\s*(?P<title>.*?)\n(?P<options>(?::[^\n]*\n)*)(?P<body>.*?)\n?```\s*$", re.S)
 
@@ -103,8 +105,21 @@ def citation(match, where):
     return "(" + "; ".join(f"{who}, {year}" for who, year in refs) + ")"
 
 
+def moved_link(match, source_dir, target_dir, where):
+    """A relative Markdown link or image, written from source_dir, as seen from target_dir."""
+    target, _, fragment = match["target"].partition("#")
+    found = (source_dir / target).resolve()
+    if not found.exists():
+        raise ValueError(f"{where}: the link ({match['target']}) names no file: "
+                         f"{found.relative_to(ROOT) if found.is_relative_to(ROOT) else found}")
+    moved = Path(os.path.relpath(found, target_dir)).as_posix() + (f"#{fragment}" if fragment else "")
+    return f"{match['open']}{moved})"
+
+
 def plain_roles(markdown, source_dir, target_dir, where):
-    """The MyST roles JupyterLab cannot render ({doc}, {cite}) as plain Markdown."""
+    """The MyST roles JupyterLab cannot render ({doc}, {cite}) as plain Markdown, and relative
+    links (written from source_dir) as they work from target_dir."""
+    markdown = LINK.sub(lambda m: moved_link(m, source_dir, target_dir, where), markdown)
     markdown = DOC.sub(lambda m: doc_link(m, source_dir, target_dir, where), markdown)
     return CITE.sub(lambda m: citation(m, where), markdown)
 
