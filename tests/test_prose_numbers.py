@@ -5,7 +5,7 @@ grouped count such as 236,367) must appear either in the stored output of a cell
 compares (`# NBVAL_CHECK_OUTPUT`), or in the source of a code cell (the bound of an assert,
 a constant the code uses; a percentage may appear as a fraction, 95% as 0.95). Numbers quoted from the literature are declared in the cell that
 quotes them with an HTML comment, invisible in the book: `<!-- cited: 3.3, 110 -->`.
-Math ($...$), inline code and link targets are not prose and are skipped.
+Math ($...$), inline code, fenced code blocks and link targets are not prose and are skipped.
 """
 import re
 
@@ -16,7 +16,7 @@ from conftest import CHAPTERS, SOLUTIONS, code_cells, read_notebook, rel, source
 NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+\.\d+|\d+(?=\s?%))(?![\w])")
 CITED = re.compile(r"<!--\s*cited:(.*?)-->", re.S)
 SKIP = [re.compile(p, re.S | re.M) for p in (
-    r"^```\{exercise\}[^\n]*$", r"^#+ [^\n]*$", r"<!--.*?-->", r"\$\$.*?\$\$", r"\$[^$\n]*\$",
+    r"^```\{exercise\}[^\n]*$", r"^```(?!\{)[^\n]*\n.*?^```", r"^#+ [^\n]*$", r"<!--.*?-->", r"\$\$.*?\$\$", r"\$[^$\n]*\$",
     r"\{[a-z]+\}`[^`]*`", r"`[^`\n]*`", r"\]\([^)]*\)", r"https?://\S+",
     r"(?i)\b(exercises?|solutions?|sections?|chapters?)\s+\d+(\.\d+)?"
     r"(\s*(and|or|to|,|-|–)\s*\d+(\.\d+)?)*")]
@@ -74,7 +74,7 @@ def test_a_percentage_may_be_backed_by_its_fraction():
 
 def test_prose_numbers_finds_decimals_percentages_and_grouped_counts():
     text = ("loss 0.428 and 97.5% (or 42 %), 236,367 parameters; $x^{0.8}$, `1e-6`, 2024 and 3 "
-            "heads, as exercises 7.4 and 7.5 and section 11.9 show")
+            "heads, as exercises 7.4 and 7.5 and section 11.9 show\n```python\nlr = 0.005\n```\n")
     assert prose_numbers(text) == {"0.428", "97.5", "42", "236,367"}
 
 
