@@ -105,6 +105,10 @@ WRONG = {
                                                  "queries at once to scaled_dot_product"),
     "chunks one query short": (chunks_off_by_one, "exactly once"),
     "chunks joined along the batch": (cat_along_batch, "has shape"),
+    "chunks concatenated in reverse": (
+        lambda Q, K, V, c: torch.cat([chunked_reference(Q[:, i:i + c], K, V, c)
+                                      for i in range(0, Q.shape[1], c)][::-1], dim=1),
+        "concatenate the chunks along the queries"),
 }
 
 R1_EXPECTED = {

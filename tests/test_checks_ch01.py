@@ -61,6 +61,37 @@ def nan_hidden(scores):
     return torch.nan_to_num(e / e.sum(dim=-1, keepdim=True))
 
 
+def shift_when_large(scores):
+    """Shifts only when a score exceeds 50: exp still overflows in float16 (at 11.1)."""
+    if scores.abs().max() > 50:
+        scores = scores - scores.amax(-1, keepdim=True)
+    e = scores.exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def float16_inside(scores):
+    x = scores.half()
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    return (e / e.sum(-1, keepdim=True)).to(scores.dtype)
+
+
+class _ForgetfulBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = softmax_reference(x)
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y  # forgets the - y * sum(grad * y) term
+
+
+def wrong_backward(scores):
+    return _ForgetfulBackward.apply(scores)
+
+
 WRONG_SOFTMAXES = {  # the course's table, plus kinds round 1 missed
     "naive exp overflows": (lambda s: torch.exp(s) / torch.exp(s).sum(-1, keepdim=True), "NaN"),
     "wrong axis": (own_softmax(dim=0), "sum to 1"),
@@ -86,6 +117,10 @@ WRONG_SOFTMAXES = {  # the course's table, plus kinds round 1 missed
     "rebuilt from values with torch.tensor": (rebuilt_from_values, "no gradient can flow"),
     "NaN of the naive exp replaced by 0": (nan_hidden, "sum to 1"),
     "max without keepdim": (own_softmax(keepdim_max=False), "must match the size"),
+    "shifts only when a score exceeds 50": (shift_when_large, "exp(12) in float16"),
+    "computes in float16 whatever the input": (float16_inside, "sum to 1"),
+    "custom autograd Function with a wrong backward": (wrong_backward,
+                                                        "the gradient with respect to scores"),
 }
 
 R1_EXPECTED = {

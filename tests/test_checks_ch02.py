@@ -112,6 +112,7 @@ WRONG = {
     "normalised over all queries and keys": (normalised_over_everything, "sum to 1"),
     "where(total == 0, 0, K / total)": (where_equal_zero, "guard the denominator itself"),
     "weights transposed": (transposed_weights, "weights has shape"),
+    "int(width)": (lambda q, k, v, w: reference(q, k, v, max(int(w), 1)), "outside the window"),
 }
 
 R1_EXPECTED = {

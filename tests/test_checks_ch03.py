@@ -247,6 +247,9 @@ WRONG_ATTENTIONS = {
     # kinds round 1 missed
     "masks the queries, not the keys": (masks_queries, "wrong on"),
     "float32 output for float16 inputs": (float32_for_float16, "expected torch.float16"),
+    "dropout 0.1 on the weights, always on": (
+        lambda q, k, v, lens: torch.nn.functional.dropout(masked_softmax(
+            q @ k.transpose(1, 2) / math.sqrt(q.shape[-1]), lens), 0.1, True) @ v, "wrong on"),
 }
 
 

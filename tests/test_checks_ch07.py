@@ -192,6 +192,21 @@ class NoFFNResidual(TransformerEncoderBlock):
         return self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
 
 
+class ScaledResidual(TransformerEncoderBlock):
+    def forward(self, X, valid_lens):
+        Z = self.addnorm1.ln(X)
+        Y = (X + self.addnorm1.dropout(self.attention(Z, Z, Z, valid_lens))) / 2 ** 0.5
+        return (Y + self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))) / 2 ** 0.5
+
+
+class SwappedDropouts(TransformerEncoderBlock):
+    """Right: addnorm2.dropout on the attention, addnorm1.dropout on the FFN (same rate)."""
+    def forward(self, X, valid_lens):
+        Z = self.addnorm1.ln(X)
+        Y = X + self.addnorm2.dropout(self.attention(Z, Z, Z, valid_lens))
+        return Y + self.addnorm1.dropout(self.ffn(self.addnorm2.ln(Y)))
+
+
 class TwoAttentionCalls(TransformerEncoderBlock):
     """Right: computes LN1(X) three times and calls attention once (same random draws)."""
     def forward(self, X, valid_lens):
@@ -219,12 +234,14 @@ WRONG_BLOCKS = {
     # kinds round 1 missed
     "dropout on the sublayer's input and output": (DropoutOnBothSides, "in train mode"),
     "no residual around the FFN": (NoFFNResidual, "the FFN sublayer has no residual"),
+    "residuals scaled by 1/sqrt(2)": (ScaledResidual, "The residual adds the un-normalised X"),
 }
 
 
 def test_check_pre_norm_block_accepts_the_reference():
     accepts(checks.check_pre_norm_block, PreNorm)
     accepts(checks.check_pre_norm_block, TwoAttentionCalls)
+    accepts(checks.check_pre_norm_block, SwappedDropouts)
 
 
 @pytest.mark.parametrize("name", WRONG_BLOCKS)

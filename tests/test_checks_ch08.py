@@ -110,6 +110,36 @@ def mask_only_the_masked(tokens, vocab):
     return inputs, torch.where(inputs != tokens, labels, IGNORE)
 
 
+def _finish(tokens, vocab, chosen, action, replacements=None):
+    rnd = torch.randint(vocab.num_specials, len(vocab), tokens.shape) \
+        if replacements is None else replacements
+    inputs = torch.where(chosen & (action < 0.8), vocab.mask, tokens)
+    inputs = torch.where(chosen & (action >= 0.8) & (action < 0.9), rnd, inputs)
+    return inputs, torch.where(chosen, tokens, IGNORE)
+
+
+def action_per_column(tokens, vocab):
+    chosen = (tokens >= vocab.num_specials) & (torch.rand(tokens.shape) < 0.15)
+    return _finish(tokens, vocab, chosen, torch.rand(1, tokens.shape[1]).expand(tokens.shape))
+
+
+def from_the_row(tokens, vocab):
+    """The random token is another ordinary token of the same row."""
+    chosen = (tokens >= vocab.num_specials) & (torch.rand(tokens.shape) < 0.15)
+    ordinary = tokens >= vocab.num_specials
+    shuffled = tokens.clone()
+    for r in range(tokens.shape[0]):
+        idx = ordinary[r].nonzero().flatten()
+        shuffled[r, idx] = tokens[r, idx[torch.randperm(len(idx))]]
+    return _finish(tokens, vocab, chosen, torch.rand(tokens.shape), shuffled)
+
+
+def spans_of_three(tokens, vocab):
+    start = torch.rand(tokens.shape) < 0.05
+    chosen = (start | start.roll(1, 1) | start.roll(2, 1)) & (tokens >= vocab.num_specials)
+    return _finish(tokens, vocab, chosen, torch.rand(tokens.shape))
+
+
 WRONG_MASKINGS = {
     "wrong rate: 10%": (masking(p=0.10), "15%"),
     "wrong rate: 30%": (masking(p=0.30), "15%"),
@@ -131,6 +161,9 @@ WRONG_MASKINGS = {
     "Python's random seeded inside": (python_seeded, "gave the same masks"),
     "[UNK] as the random token": (unk_replacement, "special token [UNK]"),
     "the unchanged 10% without labels": (mask_only_the_masked, "must still have a label"),
+    "80/10/10 decision per column": (action_per_column, "[MASK] share of the chosen"),
+    "random token taken from the same row": (from_the_row, "already occur in their own row"),
+    "spans of three tokens": (spans_of_three, "share of ordinary positions chosen"),
 }
 
 R1_EXPECTED = {
@@ -254,6 +287,8 @@ def test_the_masking_checkers_false_failure_rate_is_below_one_in_a_million():
         "row dispersion": 2 * normal,
         "[MASK] dispersion": 2 * normal,
         "columns": tokens.shape[1] * column,
+        "[MASK] columns": tokens.shape[1] * column,
+        "replacements from the row": normal + 2e-9,  # plus a slack: smaller, in fact
         "replacements": replacement,
     }
     assert 250_000 < n_ord < 290_000

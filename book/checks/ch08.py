@@ -18,9 +18,13 @@ are seeded first, so the verdict is the same on every run) and tests, on the poo
     positions: dispersion index = 1             5.5 SE         < 5.7e-8 (same)
   chosen share per column against the pooled
     share (32 columns, the largest |z|)         6 SE           32 x 2.0e-9 = 6.3e-8
+  [MASK] share per column among the chosen,
+    against the pooled share (the largest |z|)  6 SE           32 x 2.0e-9 = 6.3e-8
+  share of replacements already present in
+    their own row (about 31%)                   5.5 SE + slack < 4e-8 (normal)
   count of each of the 60 ordinary ids among
     the replacements (mean about 66)            5 to 123       4.5e-9 (exact binomial)
-  total                                                        < 3.1e-7, below one in a
+  total                                                        < 4.1e-7, below one in a
                                                                million
 
 The dispersion index of counts c_r ~ Binomial(m_r, p) over independent rows is
@@ -247,6 +251,18 @@ def check_mlm_masking(fn):
              f"{abs(keep_share - centre) / se_keep:.1f} standard errors off, tolerance "
              f"{SE_TOLERANCE}).", split_hint)
 
+    col_mask = labelled.sum(0) > 0
+    pooled_mask = to_mask.sum().item() / max(n_chosen, 1)
+    mask_z = torch.tensor([_z(int(to_mask[:, j].sum()), int(labelled[:, j].sum()), pooled_mask)
+                           for j in range(T.shape[1]) if col_mask[j]])
+    if 0 < pooled_mask < 1 and mask_z.numel() and mask_z.abs().max() > COLUMN_TOLERANCE:
+        shares = to_mask.sum(0)[col_mask].double() / labelled.sum(0)[col_mask].double()
+        fail("the [MASK] share of the chosen positions differs between positions in the "
+             f"sequence more than chance allows (from {shares.min():.1%} to "
+             f"{shares.max():.1%}, largest z-score {mask_z.abs().max():.1f}, tolerance "
+             f"{COLUMN_TOLERANCE}): the 80/10/10 decision is not drawn for each position.",
+             split_hint)
+
     D2, se2 = _dispersion(to_mask.sum(1), labelled.sum(1), P_MASK)
     if abs(D2 - 1) > SE_TOLERANCE * se2:
         fail(f"the [MASK] count among each row's chosen positions spreads with a dispersion "
@@ -254,6 +270,7 @@ def check_mlm_masking(fn):
              "decision is not drawn for each position on its own (e.g. once per row).",
              split_hint)
 
+    _check_replacements_not_from_the_row(T, inputs, to_random, vocab)
     replacements = inputs[to_random]
     counts = torch.bincount(replacements - vocab.num_specials,
                             minlength=len(vocab) - vocab.num_specials)
@@ -267,6 +284,31 @@ def check_mlm_masking(fn):
              f"{len(replacements) / len(counts):.0f} times (allowed: {low} to {high}).",
              "draw replacements uniformly from all ordinary ids: torch.randint("
              "vocab.num_specials, len(vocab), ...) (randint's upper bound is excluded).")
+
+
+def _check_replacements_not_from_the_row(T, inputs, to_random, vocab):
+    """A uniform replacement lands on an id already in its row with probability (number of
+    distinct ordinary ids in the row) / 60; a replacement drawn from the row itself always
+    does. The centre allows both the uniform draw and one that avoids the original token."""
+    k = len(vocab) - vocab.num_specials
+    rows = to_random.nonzero()[:, 0]
+    if len(rows) == 0:
+        return
+    present = torch.zeros(T.shape[0], len(vocab), dtype=torch.bool)
+    present.scatter_(1, T, True)
+    present[:, : vocab.num_specials] = False
+    distinct = present.sum(1).double()                           # per row
+    hit = present[rows, inputs[to_random]].double()
+    uniform = (distinct[rows] / k).mean().item()
+    avoiding = ((distinct[rows] - 1) / (k - 1)).mean().item()
+    centre, slack = (uniform + avoiding) / 2, abs(uniform - avoiding) / 2
+    se = math.sqrt(centre * (1 - centre) / len(rows))
+    share = hit.mean().item()
+    if abs(share - centre) > slack + SE_TOLERANCE * se:
+        fail(f"{share:.0%} of the random replacements are tokens that already occur in their "
+             f"own row; a token drawn from the whole vocabulary does so {centre:.0%} of the "
+             "time.", "draw replacements from the vocabulary's ordinary ids, "
+                      "torch.randint(vocab.num_specials, len(vocab), ...), not from the row.")
 
 
 def _replacement_bounds(n, k):
