@@ -296,7 +296,8 @@ def time_per_token(model, position, use_cache, repeats=5):
     on_gpu = device.type == "cuda"
     clock = time.perf_counter if on_gpu else time.process_time
     model.eval()
-    tokens = torch.randint(model.config.vocab_size, (1, position + 1), device=device)
+    tokens = torch.randint(model.config.vocab_size, (1, position + 1),
+                           generator=torch.Generator().manual_seed(position)).to(device)
     times = []
     with one_cpu_thread(device):
         for _ in range(repeats):
