@@ -20,13 +20,16 @@ from benchmarks import gpu, layers, notebooks  # noqa: E402
     ("chapters/07_transformer.ipynb", 120), ("chapters/08_bert.ipynb", 120),
     ("chapters/a1_attention_cost.ipynb", 60),
     ("exercises/solutions/07_transformer.ipynb", 120),  # a solution has its chapter's budget
+    ("chapters/09_gpt.ipynb", 120), ("chapters/10_positions.ipynb", 90),
+    ("chapters/12_vision_transformer.ipynb", 90),
+    ("exercises/solutions/09_gpt.ipynb", 60),  # part II's solutions: 60 s each
 ])
 def test_budget_table(name, budget):
     assert notebooks.budget_for(ROOT / name) == budget
 
 
 def test_total_budget_and_tolerance():
-    assert notebooks.TOTAL_BUDGET == 600 and notebooks.BUDGET_TOLERANCE == 1.25
+    assert notebooks.TOTAL_BUDGET == 600 + 390 + 120 and notebooks.BUDGET_TOLERANCE == 1.25
 
 
 @pytest.mark.parametrize("seconds, expected", [(59.0, "ok"), (60.0, "ok"), (70.0, "over"),
