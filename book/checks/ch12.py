@@ -1,0 +1,265 @@
+"""Checkers for chapter 12's exercises: cutting images into patches, and putting them back.
+
+The layout asked for: `patchify(images, patch_size)` takes images of shape (b, c, H, W) and
+returns (b, num_patches, c * p * p); the patches are numbered row by row over the image
+(patch k is grid row k // (W // p), grid column k % (W // p)), and inside a patch the c * p * p
+numbers are ordered (channel, row, column), the order of a Conv2d's weight (d, c, p, p) and of
+`nn.functional.unfold`. `unpatchify(patches, patch_size, image_size)` undoes it.
+
+The layout test images hold their own coordinates (images[b, c, h, w] = 100000 b + 10000 c +
+100 h + w), so when a number lands in the wrong place the message can say where it came from.
+"""
+import re
+
+import torch
+
+from ._core import CheckFailed, call, expect_tensor, fail, passed
+
+# (batch, channels, height, width, patch_size): the chapter's digits first, then the inputs
+# that catch a solution right only on square images, one channel, batch 1 or one patch size.
+_CASES = [(2, 1, 8, 8, 2), (3, 3, 6, 10, 2), (1, 2, 12, 8, 4), (2, 1, 4, 4, 2),
+          (2, 3, 4, 6, 1), (2, 2, 6, 6, 6), (3, 2, 9, 6, 3)]
+# Shapes that patches do not tile: (images shape, patch_size, the number the message names).
+_UNTILED = [((2, 1, 9, 12), 4, "9"), ((2, 1, 8, 10), 4, "10"), ((1, 3, 6, 7), 3, "7")]
+
+_LAYOUT = ("The layout: patch k is grid row k // (W // p), grid column k % (W // p) (patches "
+           "numbered row by row), and inside a patch the c * p * p numbers are ordered "
+           "(channel, row, column), like a Conv2d's weight.")
+
+
+def _patchify(images, p):  # the reference
+    b, c, H, W = images.shape
+    X = images.reshape(b, c, H // p, p, W // p, p)  # (b, c, grid rows, p, grid cols, p)
+    X = X.permute(0, 2, 4, 1, 3, 5)                 # (b, grid rows, grid cols, c, p, p)
+    return X.reshape(b, (H // p) * (W // p), c * p * p)
+
+
+def _unpatchify(patches, p, image_size):  # the reference
+    (H, W), (b, _, D) = image_size, patches.shape
+    c = D // (p * p)
+    X = patches.reshape(b, H // p, W // p, c, p, p)
+    return X.permute(0, 3, 1, 4, 2, 5).reshape(b, c, H, W)
+
+
+def _coordinates(b, c, H, W):
+    ib, ic, ih, iw = torch.meshgrid(*(torch.arange(n) for n in (b, c, H, W)), indexing="ij")
+    return (100000 * ib + 10000 * ic + 100 * ih + iw).float()  # (b, c, H, W)
+
+
+def _pixel(value):
+    v = int(round(float(value)))
+    if not float(value).is_integer() or not 0 <= v < 1000000:
+        return f"the number {float(value):g}, which is not a pixel of the input"
+    return f"images[{v // 100000}, {v % 100000 // 10000}, {v % 10000 // 100}, {v % 100}]"
+
+
+def _case(shape, p):
+    return f"images of shape {tuple(shape)} with patch_size={p}"
+
+
+# -- what a wrong layout most often is, to name it in the message --------------------------
+
+def _known_layouts(images, p):
+    b, c, H, W = images.shape
+    gh, gw = H // p, W // p
+    X = images.reshape(b, c, gh, p, gw, p)
+    return {
+        "the numbers inside each patch are ordered (row, column, channel); this exercise "
+        "(and Conv2d's weight) orders them (channel, row, column)":
+            X.permute(0, 2, 4, 3, 5, 1).reshape(b, gh * gw, c * p * p),
+        "the patches are numbered column by column; number them row by row, as the pixels "
+        "of an image are read":
+            X.permute(0, 4, 2, 1, 3, 5).reshape(b, gh * gw, c * p * p),
+        "inside each patch, rows and columns are swapped: patch pixel (i, j) must come "
+        "before (i, j + 1), row by row":
+            X.permute(0, 2, 4, 1, 5, 3).reshape(b, gh * gw, c * p * p),
+        "each 'patch' is a run of consecutive numbers of the image in memory, not a p x p "
+        "square: a single reshape cannot cut squares. Split the height and the width into "
+        "(grid, p), move the grid axes before the channel, then reshape":
+            images.reshape(b, gh * gw, c * p * p),
+        "the result is (b, c * p * p, num_patches), the layout nn.functional.unfold returns; "
+        "transpose its last two axes":
+            X.permute(0, 1, 3, 5, 2, 4).reshape(b, c * p * p, gh * gw),
+    }
+
+
+def _diagnose(out, expected, layouts, what, case):
+    for explanation, layout in layouts.items():
+        if tuple(layout.shape) == tuple(out.shape) and torch.equal(out, layout):
+            return explanation
+    index = tuple(int(i) for i in (out != expected).nonzero()[0])
+    return (f"at index {index} of {what} is {_pixel(out[index])}, but it should be "
+            f"{_pixel(expected[index])}")
+
+
+def _diagnose_image(out, images, patches, p):
+    """What unpatchify got wrong: the inverse of which known wrong layout, or where."""
+    for explanation, layout in _known_layouts(out, p).items():
+        if tuple(layout.shape) == tuple(patches.shape) and torch.equal(layout, patches):
+            return f"it reads the patches as if {explanation}"
+    index = tuple(int(i) for i in (out != images).nonzero()[0])
+    source = int(round(float(out[index])))
+    if not float(out[index]).is_integer() or not 0 <= source < 1000000:
+        return (f"at index {index} of the image it puts {float(out[index]):g}, which is not "
+                f"a number of the patches")
+    origin = (source // 100000, source % 100000 // 10000, source % 10000 // 100, source % 100)
+    return (f"at index {index} of the image it puts the number that patchify took from index "
+            f"{origin} of the original image (the patches of the test hold their pixels' "
+            "coordinates)")
+
+
+def _names(error, must_name):
+    """A ValueError whose message names the number `must_name`."""
+    return isinstance(error, ValueError) and re.search(
+        rf"(?<![\d.]){must_name}(?![\d.])", str(error)) is not None
+
+
+def _expect_rejection(fn, args, name, case, must_name, what_is_wrong):
+    """`fn(*args)` must raise a ValueError whose message names `must_name`."""
+    try:
+        out = fn(*args)
+    except NotImplementedError:
+        fail(f"{name} is not implemented yet: replace the `raise NotImplementedError(...)` "
+             "line with your code.")
+    except Exception as error:  # the learner's code refused: with a clear message?
+        if _names(error, must_name):
+            return
+        kind = type(error).__name__
+        if isinstance(error, ValueError):
+            fail(f"on {case} {name} raised ValueError({str(error)!r}), which does not say "
+                 f"which size is wrong ({must_name}).",
+                 f"{what_is_wrong}; say so in the message, with the numbers, e.g. "
+                 f"\"height {must_name} is not a multiple of patch_size ...\".")
+        fail(f"on {case} {name} raised {kind}: {error}\n  Its message should say what is "
+             f"wrong: {what_is_wrong}.",
+             "check the sizes at the start of the function and raise ValueError(...) with a "
+             f"message that names the size that is wrong ({must_name} here) and the patch "
+             "size.")
+    shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+    fail(f"on {case} {name} returned a result ({shape}) instead of an error: "
+         f"{what_is_wrong}, so some pixels were dropped or invented without a word.",
+         "check the sizes at the start of the function and raise ValueError(...) with a "
+         f"message that names the size that is wrong ({must_name} here) and the patch size.")
+
+
+def _expect_gradient(images, out, upstream, expected_grad, name, case):
+    """The gradient of sum(out * upstream) must reach `images` and be the reference's."""
+    if not out.requires_grad:
+        fail(f"{name}'s output on {case} does not depend on the images for autograd: no "
+             "gradient would reach the layers before it in a model.",
+             "stay in torch: no .detach(), .data, .numpy() or torch.tensor(...) of the input; "
+             "reshape, permute and indexing keep the gradient.")
+    (out * upstream).sum().backward()
+    if images.grad is None:
+        fail(f"no gradient reaches the input of {name} on {case}.",
+             "stay in torch: no .detach(), .data or copies of the input through NumPy.")
+    if not torch.isfinite(images.grad).all() or not torch.equal(images.grad, expected_grad):
+        diff = (images.grad - expected_grad).abs()
+        fail(f"the gradient of {name} is wrong on {case}: largest difference "
+             f"{diff.max().item():.3g}; every input number should get the gradient of the "
+             "one output number it moved to.",
+             "a rearrangement passes each gradient back unchanged: check that every input "
+             "number appears exactly once in the output.")
+
+
+# -- the checkers ---------------------------------------------------------------------------
+
+def check_patchify(fn):
+    """Check `fn(images, patch_size)`: (b, c, H, W) -> (b, (H/p)(W/p), c p p), patches row by
+    row, (channel, row, column) inside each; shapes that patches do not tile raise
+    ValueError; gradients pass through; the dtype is kept."""
+    for b, c, H, W, p in _CASES:
+        case = _case((b, c, H, W), p)
+        images = _coordinates(b, c, H, W)
+        before = images.clone()
+        out = call(fn, images, p, name="patchify", case=case)
+        expected = _patchify(images, p)
+        expect_tensor(out, None, what="patchify(images, patch_size)", case=case)
+        if tuple(out.shape) != tuple(expected.shape):
+            fail(f"patchify(images, patch_size) has shape {tuple(out.shape)} on {case}; "
+                 f"expected (b, (H / p) * (W / p), c * p * p) = {tuple(expected.shape)}.",
+                 "that is nn.functional.unfold's layout, (b, c * p * p, num_patches): "
+                 "transpose its last two axes." if tuple(out.shape) == (b, c * p * p, H * W //
+                                                                       (p * p)) else
+                 "three axes: the batch, one row per patch, and the c * p * p numbers of a "
+                 "patch; use the patch_size argument, and the height and width separately "
+                 "(the images need not be square).")
+        if not torch.equal(images, before):
+            fail(f"patchify changed its input images in place on {case}.")
+        if not torch.equal(out.to(expected.dtype), expected):
+            fail(f"patchify(images, patch_size) has the right shape but the wrong layout on "
+                 f"{case}: " + _diagnose(out, expected, _known_layouts(images, p),
+                                          "the output", case) + ".", _LAYOUT)
+    # A view that is not contiguous, as a transposed or sliced batch is.
+    images = _coordinates(2, 3, 10, 6).transpose(2, 3)   # (2, 3, 6, 10), not contiguous
+    case = "a non-contiguous view of shape (2, 3, 6, 10) (a transposed tensor) with patch_size=2"
+    out = call(fn, images, 2, name="patchify", case=case)
+    expect_tensor(out, (2, 15, 12), what="patchify(images, patch_size)", case=case)
+    if not torch.equal(out, _patchify(images, 2)):
+        fail(f"patchify(images, patch_size) is wrong on {case}.",
+             "use .reshape rather than .view, and do not rely on the memory layout (strides) "
+             "of the input.")
+    # Gradients and dtype (float64), on random images.
+    g = torch.Generator().manual_seed(12)
+    images = torch.randn(3, 2, 6, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    case = "float64 random images of shape (3, 2, 6, 4) with patch_size=2"
+    out = call(fn, images, 2, name="patchify", case=case)
+    expect_tensor(out, (3, 6, 8), torch.float64, what="patchify(images, patch_size)",
+                  case=case)
+    upstream = torch.randn(3, 6, 8, generator=g, dtype=torch.float64)
+    _expect_gradient(images, out, upstream, _unpatchify(upstream, 2, (6, 4)), "patchify",
+                     case)
+    # Shapes that patches do not tile.
+    for shape, p, must_name in _UNTILED:
+        side = "height" if shape[2] % p else "width"
+        _expect_rejection(fn, (torch.zeros(shape), p), "patchify", _case(shape, p),
+                          must_name, f"its {side}, {must_name}, is not a multiple of "
+                                     f"patch_size={p}")
+    return passed("patchify")
+
+
+def check_unpatchify(fn):
+    """Check `fn(patches, patch_size, image_size)`: the inverse of patchify, (b, num_patches,
+    c p p) -> (b, c, H, W) with image_size = (H, W); inconsistent sizes raise ValueError."""
+    for b, c, H, W, p in _CASES:
+        images = _coordinates(b, c, H, W)
+        patches = _patchify(images, p)
+        case = (f"patches of shape {tuple(patches.shape)} with patch_size={p}, "
+                f"image_size=({H}, {W}) (the patchify of {b} image(s) of {c} channel(s))")
+        before = patches.clone()
+        out = call(fn, patches, p, (H, W), name="unpatchify", case=case)
+        expect_tensor(out, None, what="unpatchify(patches, patch_size, image_size)", case=case)
+        if tuple(out.shape) != (b, c, H, W):
+            fail(f"unpatchify(patches, patch_size, image_size) has shape {tuple(out.shape)} on "
+                 f"{case}; expected (b, c, H, W) = {(b, c, H, W)}.",
+                 "the number of channels is c = patches.shape[-1] // (p * p); take the height "
+                 "and the width from image_size, which need not be equal.")
+        if not torch.equal(patches, before):
+            fail(f"unpatchify changed its input patches in place on {case}.")
+        if not torch.equal(out.to(images.dtype), images):
+            fail(f"unpatchify(patches, patch_size, image_size) has the right shape but the "
+                 f"wrong layout on {case}: " + _diagnose_image(out, images, patches, p) + ".",
+                 _LAYOUT + " Undo patchify's steps in reverse order.")
+    g = torch.Generator().manual_seed(21)
+    patches = torch.randn(3, 6, 8, generator=g, dtype=torch.float64, requires_grad=True)
+    case = "float64 random patches of shape (3, 6, 8) with patch_size=2, image_size=(6, 4)"
+    out = call(fn, patches, 2, (6, 4), name="unpatchify", case=case)
+    expect_tensor(out, (3, 2, 6, 4), torch.float64,
+                  what="unpatchify(patches, patch_size, image_size)", case=case)
+    upstream = torch.randn(3, 2, 6, 4, generator=g, dtype=torch.float64)
+    _expect_gradient(patches, out, upstream, _patchify(upstream, 2), "unpatchify", case)
+    rejections = [
+        (torch.zeros(2, 2, 16), 4, (9, 8), "9",
+         "image_size (9, 8) has a height, 9, that is not a multiple of patch_size=4"),
+        (torch.zeros(2, 6, 4), 2, (8, 8), "6",
+         "an 8 x 8 image has 16 patches of 2 x 2, but 6 were given"),
+        (torch.zeros(2, 16, 6), 2, (8, 8), "6",
+         "a patch of 2 x 2 pixels has c * 4 numbers, but the patches have 6"),
+    ]
+    for patches, p, size, must_name, wrong in rejections:
+        case = f"patches of shape {tuple(patches.shape)} with patch_size={p}, image_size={size}"
+        _expect_rejection(fn, (patches, p, size), "unpatchify", case, must_name, wrong)
+    return passed("unpatchify")
+
+
+

@@ -1,0 +1,411 @@
+"""Chapter 12's checkers pass right solutions (also unusual ones) and reject plausible wrong
+ones with a message that names the input, what was expected and what was seen (issue 12)."""
+import numpy as np
+import pytest
+import torch
+from torch.nn import functional as F
+
+from book import checks
+
+
+def _check_sizes(H, W, p):
+    if H % p or W % p:
+        raise ValueError(f"images of {H}x{W} pixels cannot be cut into {p}x{p} patches")
+
+
+def patchify(images, patch_size):
+    b, c, H, W = images.shape
+    p = patch_size
+    _check_sizes(H, W, p)
+    X = images.reshape(b, c, H // p, p, W // p, p)   # (b, c, H/p, p, W/p, p)
+    X = X.permute(0, 2, 4, 1, 3, 5)                  # (b, H/p, W/p, c, p, p)
+    return X.reshape(b, (H // p) * (W // p), c * p * p)
+
+
+def unpatchify(patches, patch_size, image_size):
+    (H, W), p = image_size, patch_size
+    b, n, D = patches.shape
+    _check_sizes(H, W, p)
+    if n != (H // p) * (W // p):
+        raise ValueError(f"{n} patches given; an image of {H}x{W} has {(H // p) * (W // p)}")
+    if D % (p * p):
+        raise ValueError(f"a patch has {D} numbers, not a multiple of {p}*{p}")
+    X = patches.reshape(b, H // p, W // p, D // (p * p), p, p)
+    return X.permute(0, 3, 1, 4, 2, 5).reshape(b, D // (p * p), H, W)
+
+
+def stub(*args):
+    raise NotImplementedError("write your solution here")
+
+
+# -- right, but not the reference's way: these must pass --------------------------------------
+
+def patchify_unfold(images, patch_size):  # nn.functional.unfold, then transpose
+    _check_sizes(*images.shape[-2:], patch_size)
+    return F.unfold(images, patch_size, stride=patch_size).transpose(1, 2)
+
+
+def patchify_tensor_unfold(images, p):  # Tensor.unfold twice
+    b, c, H, W = images.shape
+    if H % p:
+        raise ValueError(f"height {H} is not a multiple of the patch size {p}")
+    if W % p:
+        raise ValueError(f"width {W} is not a multiple of the patch size {p}")
+    X = images.unfold(2, p, p).unfold(3, p, p)       # (b, c, H/p, W/p, p, p)
+    return X.permute(0, 2, 3, 1, 4, 5).reshape(b, -1, c * p * p)
+
+
+def patchify_loop(images, p):  # one patch at a time, stacked
+    b, c, H, W = images.shape
+    _check_sizes(H, W, p)
+    patches = [images[:, :, i:i + p, j:j + p].reshape(b, -1)
+               for i in range(0, H, p) for j in range(0, W, p)]
+    return torch.stack(patches, dim=1)
+
+
+def patchify_conv(images, p):  # a Conv2d whose kernels pick one pixel each
+    b, c, H, W = images.shape
+    _check_sizes(H, W, p)
+    weight = torch.eye(c * p * p, dtype=images.dtype).reshape(c * p * p, c, p, p)
+    return F.conv2d(images, weight, stride=p).flatten(2).transpose(1, 2)
+
+
+def unpatchify_fold(patches, p, image_size):
+    H, W = image_size
+    if H % p or W % p or patches.shape[1] != (H // p) * (W // p) or patches.shape[2] % (p * p):
+        raise ValueError(f"patches of shape {tuple(patches.shape)} do not make an image of "
+                         f"{H}x{W} with patch size {p}: {H}, {W} must be multiples of {p}, "
+                         f"{patches.shape[1]} must be {(H // p) * (W // p)}, "
+                         f"{patches.shape[2]} a multiple of {p * p}")
+    return F.fold(patches.transpose(1, 2), (H, W), p, stride=p)
+
+
+def unpatchify_loop(patches, p, image_size):
+    H, W = image_size
+    b, n, D = patches.shape
+    if H % p or W % p:
+        raise ValueError(f"image size {H}x{W} is not a multiple of {p}")
+    if n != (H // p) * (W // p):
+        raise ValueError(f"expected {(H // p) * (W // p)} patches, got {n}")
+    if D % (p * p):
+        raise ValueError(f"patch length {D} is not c * {p * p}")
+    rows = []
+    for i in range(H // p):
+        row = [patches[:, i * (W // p) + j].reshape(b, -1, p, p) for j in range(W // p)]
+        rows.append(torch.cat(row, dim=3))
+    return torch.cat(rows, dim=2)
+
+
+RIGHT_PATCHIFY = [patchify, patchify_unfold, patchify_tensor_unfold, patchify_loop,
+                  patchify_conv]
+RIGHT_UNPATCHIFY = [unpatchify, unpatchify_fold, unpatchify_loop]
+
+
+@pytest.mark.parametrize("fn", RIGHT_PATCHIFY, ids=lambda f: f.__name__)
+def test_check_patchify_accepts_right_solutions(fn):
+    assert "all checks passed" in checks.check_patchify(fn)
+
+
+@pytest.mark.parametrize("fn", RIGHT_UNPATCHIFY, ids=lambda f: f.__name__)
+def test_check_unpatchify_accepts_right_solutions(fn):
+    assert "all checks passed" in checks.check_unpatchify(fn)
+
+
+# -- wrong patchify: each must fail, with a message that points at its fault -----------------
+
+def p_reshape_only(images, p):  # cuts runs of memory, not squares
+    b, c, H, W = images.shape
+    _check_sizes(H, W, p)
+    return images.reshape(b, (H // p) * (W // p), c * p * p)
+
+
+def p_channel_last(images, p):  # (row, column, channel) inside a patch: right for c = 1
+    b, c, H, W = images.shape
+    _check_sizes(H, W, p)
+    X = images.reshape(b, c, H // p, p, W // p, p).permute(0, 2, 4, 3, 5, 1)
+    return X.reshape(b, -1, c * p * p)
+
+
+def p_column_major(images, p):  # patches numbered column by column
+    b, c, H, W = images.shape
+    _check_sizes(H, W, p)
+    X = images.reshape(b, c, H // p, p, W // p, p).permute(0, 4, 2, 1, 3, 5)
+    return X.reshape(b, -1, c * p * p)
+
+
+def p_transposed_patch(images, p):  # (column, row) inside a patch
+    b, c, H, W = images.shape
+    _check_sizes(H, W, p)
+    X = images.reshape(b, c, H // p, p, W // p, p).permute(0, 2, 4, 1, 5, 3)
+    return X.reshape(b, -1, c * p * p)
+
+
+def p_square_only(images, p):  # uses the height for the width: right on square images
+    b, c, H, W = images.shape
+    _check_sizes(H, W, p)
+    X = images.reshape(b, c, H // p, p, H // p, p).permute(0, 2, 4, 1, 3, 5)
+    return X.reshape(b, -1, c * p * p)
+
+
+def p_square_only_swapped(images, p):  # grid sizes swapped: right on square images
+    b, c, H, W = images.shape
+    _check_sizes(H, W, p)
+    X = images.reshape(b, c, W // p, p, H // p, p).permute(0, 2, 4, 1, 3, 5)
+    return X.reshape(b, -1, c * p * p)
+
+
+def p_batch_one(images, p):  # works on the first image and adds the batch axis back
+    b, c, H, W = images.shape
+    _check_sizes(H, W, p)
+    X = images[0].reshape(c, H // p, p, W // p, p).permute(1, 3, 0, 2, 4)
+    return X.reshape(1, -1, c * p * p).expand(b, -1, -1)
+
+
+def p_one_channel(images, p):  # drops the channel axis: right for c = 1
+    b, c, H, W = images.shape
+    _check_sizes(H, W, p)
+    X = images[:, 0].reshape(b, H // p, p, W // p, p).permute(0, 1, 3, 2, 4)
+    return X.reshape(b, -1, p * p)
+
+
+def p_fixed_patch_size(images, p):  # always 2 x 2
+    return patchify(images, 2)
+
+
+def p_detached(images, p):  # right values, no gradient
+    return patchify(images, p).detach()
+
+
+def p_numpy(images, p):  # through NumPy: right values, no gradient
+    return torch.from_numpy(np.ascontiguousarray(patchify(images.detach(), p).numpy()))
+
+
+def p_float32(images, p):  # always float32
+    return patchify(images, p).float()
+
+
+def p_strided(images, p):  # as_strided with the strides of a contiguous tensor
+    b, c, H, W = images.shape
+    _check_sizes(H, W, p)
+    X = images.as_strided((b, H // p, W // p, c, p, p), (c * H * W, p * W, p, H * W, W, 1))
+    return X.reshape(b, -1, c * p * p)
+
+
+def p_unfold_untransposed(images, p):  # unfold's (b, c*p*p, L) layout
+    _check_sizes(*images.shape[-2:], p)
+    return F.unfold(images, p, stride=p)
+
+
+def p_unfold_silent(images, p):  # right layout, but drops the pixels that do not fit
+    return F.unfold(images, p, stride=p).transpose(1, 2)
+
+
+def p_only_height_checked(images, p):
+    b, c, H, W = images.shape
+    if H % p:
+        raise ValueError(f"height {H} is not a multiple of {p}")
+    return p_unfold_silent(images, p)
+
+
+def p_reshape_error(images, p):  # no check: reshape fails with PyTorch's own message
+    b, c, H, W = images.shape
+    X = images.reshape(b, c, H // p, p, W // p, p).permute(0, 2, 4, 1, 3, 5)
+    return X.reshape(b, -1, c * p * p)
+
+
+def p_assert(images, p):  # refuses, but with an assert and no numbers
+    assert images.shape[2] % p == 0 and images.shape[3] % p == 0, "bad shape"
+    return patchify(images, p)
+
+
+def p_vague_value_error(images, p):
+    if images.shape[2] % p or images.shape[3] % p:
+        raise ValueError("the image size must be divisible by the patch size")
+    return patchify(images, p)
+
+
+def p_pads(images, p):  # pads up to a multiple of p instead of refusing
+    H, W = images.shape[-2:]
+    images = F.pad(images, (0, -W % p, 0, -H % p))
+    return patchify(images, p)
+
+
+def p_in_place(images, p):  # normalises its input in place first
+    images.div_(1.0)
+    images.mul_(2)
+    return patchify(images, p) / 2
+
+
+def p_none(images, p):
+    patchify(images, p)
+
+
+WRONG_PATCHIFY = {
+    "a single reshape (layout)": (p_reshape_only, "consecutive numbers"),
+    "channel last inside a patch (right for c = 1)": (p_channel_last, "(row, column, channel)"),
+    "patches column by column": (p_column_major, "column by column"),
+    "patch transposed": (p_transposed_patch, "rows and columns are swapped"),
+    "square images only": (p_square_only, r"shape \(3, 3, 6, 10\)"),
+    "square images only, grid sizes swapped": (p_square_only_swapped, "wrong layout"),
+    "batch 1 only": (p_batch_one, r"images\[1, 0, 0, 0\]"),
+    "one channel only": (p_one_channel, r"has shape \(3, 15, 4\)"),
+    "patch size fixed at 2": (p_fixed_patch_size, "patch_size=4"),
+    "detached (no gradient)": (p_detached, "does not depend on the images for autograd"),
+    "through NumPy (no gradient)": (p_numpy, "does not depend on the images for autograd"),
+    "casts to float32": (p_float32, "dtype torch.float32.*expected torch.float64"),
+    "strides of a contiguous tensor assumed": (p_strided, "non-contiguous"),
+    "unfold without the transpose": (p_unfold_untransposed, "transpose"),
+    "unfold, no size check (drops pixels)": (p_unfold_silent, "instead of an error"),
+    "only the height checked": (p_only_height_checked, r"width, 10, is not a multiple"),
+    "no check: PyTorch's reshape error": (p_reshape_error, "raised RuntimeError"),
+    "assert without numbers": (p_assert, "raised AssertionError"),
+    "ValueError without numbers": (p_vague_value_error, "does not say which size"),
+    "pads instead of refusing": (p_pads, "instead of an error"),
+    "changes its input in place": (p_in_place, "in place"),
+    "forgets to return": (p_none, "is None"),
+    "unimplemented stub": (stub, "not implemented yet"),
+}
+
+
+@pytest.mark.parametrize("name", WRONG_PATCHIFY)
+def test_check_patchify_rejects_wrong_solutions(name):
+    fn, message = WRONG_PATCHIFY[name]
+    with pytest.raises(AssertionError, match=message):
+        checks.check_patchify(fn)
+
+
+# -- wrong unpatchify ------------------------------------------------------------------------
+
+def u_reshape_only(patches, p, image_size):
+    H, W = image_size
+    _check_sizes(H, W, p)
+    return patches.reshape(patches.shape[0], -1, H, W)
+
+
+def u_channel_last(patches, p, image_size):  # reads (row, column, channel)
+    H, W = image_size
+    b, n, D = patches.shape
+    _check_sizes(H, W, p)
+    c = D // (p * p)
+    X = patches.reshape(b, H // p, W // p, p, p, c).permute(0, 5, 1, 3, 2, 4)
+    return X.reshape(b, c, H, W)
+
+
+def u_square_only(patches, p, image_size):  # a square grid of H / p patches a side
+    H, W = image_size
+    b, n, D = patches.shape
+    _check_sizes(H, W, p)
+    c = D // (p * p)
+    X = patches.reshape(b, H // p, H // p, c, p, p).permute(0, 3, 1, 4, 2, 5)
+    return X.reshape(b, c, H, H)
+
+
+def u_hw_swapped(patches, p, image_size):  # image_size read as (W, H)
+    W, H = image_size
+    return unpatchify(patches, p, (H, W)).reshape(patches.shape[0], -1, W, H)
+
+
+def u_one_channel(patches, p, image_size):  # assumes c = 1
+    H, W = image_size
+    b = patches.shape[0]
+    _check_sizes(H, W, p)
+    X = patches[..., :p * p].reshape(b, H // p, W // p, p, p).permute(0, 1, 3, 2, 4)
+    return X.reshape(b, 1, H, W)
+
+
+def u_column_major(patches, p, image_size):
+    H, W = image_size
+    b, n, D = patches.shape
+    _check_sizes(H, W, p)
+    c = D // (p * p)
+    X = patches.reshape(b, W // p, H // p, c, p, p).permute(0, 3, 2, 4, 1, 5)
+    return X.reshape(b, c, H, W)
+
+
+def u_detached(patches, p, image_size):
+    return unpatchify(patches, p, image_size).detach()
+
+
+def u_fixed_patch_size(patches, p, image_size):
+    return unpatchify(patches, 2, image_size)
+
+
+def u_batch_one(patches, p, image_size):
+    return unpatchify(patches[:1], p, image_size).expand(patches.shape[0], -1, -1, -1)
+
+
+def u_no_checks(patches, p, image_size):  # PyTorch's reshape error, or a silent answer
+    H, W = image_size
+    b, n, D = patches.shape
+    c = D // (p * p)
+    X = patches.reshape(b, H // p, W // p, c, p, p)
+    return X.permute(0, 3, 1, 4, 2, 5).reshape(b, c, H, W)
+
+
+def u_fold_untransposed(patches, p, image_size):
+    _check_sizes(*image_size, p)
+    return F.fold(patches, image_size, p, stride=p)
+
+
+def u_count_unchecked(patches, p, image_size):  # checks the sides only
+    H, W = image_size
+    _check_sizes(H, W, p)
+    return u_no_checks(patches, p, image_size)
+
+
+def u_float32(patches, p, image_size):
+    return unpatchify(patches, p, image_size).float()
+
+
+WRONG_UNPATCHIFY = {
+    "a single reshape (layout)": (u_reshape_only, "wrong layout"),
+    "channel last inside a patch (right for c = 1)": (u_channel_last, r"\(row, column, channel\)"),
+    "square images only": (u_square_only, r"(?s)RuntimeError.*image_size=\(6, 10\)"),
+    "height and width swapped (right on squares)": (u_hw_swapped, r"wrong layout on patches of shape \(3, 15, 12\)"),
+    "one channel only": (u_one_channel, r"has shape \(3, 1, 6, 10\)"),
+    "patches read column by column": (u_column_major, "column by column"),
+    "detached (no gradient)": (u_detached, "does not depend on the images for autograd"),
+    "patch size fixed at 2": (u_fixed_patch_size, "patch_size=4"),
+    "batch 1 only": (u_batch_one, r"index \(1, 0, 0, 0\)"),
+    "no size checks": (u_no_checks, "raised RuntimeError"),
+    "fold without the transpose": (u_fold_untransposed, "raised RuntimeError"),
+    "patch count unchecked": (u_count_unchecked, "16 patches of 2 x 2, but 6 were given"),
+    "casts to float32": (u_float32, "dtype torch.float32.*expected torch.float64"),
+    "unimplemented stub": (stub, "not implemented yet"),
+}
+
+
+@pytest.mark.parametrize("name", WRONG_UNPATCHIFY)
+def test_check_unpatchify_rejects_wrong_solutions(name):
+    fn, message = WRONG_UNPATCHIFY[name]
+    with pytest.raises(AssertionError, match=message):
+        checks.check_unpatchify(fn)
+
+
+def test_messages_name_the_input_the_expected_and_the_seen():
+    with pytest.raises(AssertionError) as info:
+        checks.check_patchify(p_one_channel)
+    text = str(info.value)
+    assert "images of shape (3, 3, 6, 10) with patch_size=2" in text
+    assert "expected" in text and "(3, 15, 12)" in text and "Hint:" in text
+    with pytest.raises(AssertionError) as info:
+        checks.check_patchify(p_batch_one)
+    text = str(info.value)  # where the wrong number came from, and where it belongs
+    assert "images[0, 0, 0, 0], but it should be images[1, 0, 0, 0]" in text
+
+
+@pytest.mark.parametrize("check, fn", [(checks.check_patchify, p_column_major),
+                                       (checks.check_unpatchify, u_column_major),
+                                       (checks.check_patchify, p_strided)])
+def test_verdicts_are_deterministic(check, fn):
+    messages = set()
+    for _ in range(3):
+        with pytest.raises(AssertionError) as info:
+            check(fn)
+        messages.add(str(info.value))
+    assert len(messages) == 1
+
+
+def test_enough_wrong_solutions_per_checker():
+    """Issue 12: each checker is tested against at least 8 wrong solutions."""
+    assert len(WRONG_PATCHIFY) >= 8 and len(WRONG_UNPATCHIFY) >= 8
