@@ -92,3 +92,26 @@ def test_static_preview_says_it_is_one_until_its_script_runs():
     assert html.index("book-widget-note") < html.index("book-widget-controls"), "seen before the controls"
     script = re.search(r"<script>(.*?)</script>", html, re.S).group(1)
     assert "querySelector('.book-widget-note')" in script and "note.remove()" in script
+
+
+def test_frames_keep_the_shades_of_a_colour_bar():
+    """A heatmap of weights over 0..1 with its colour bar, mostly light (as an attention map is),
+    loses no shade a reader could see: 64 colours merged 0.6-1.0 into one brown (error 155)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from book.plot import figure_to_png, new_figure
+
+    fig = new_figure((3, 2.5))
+    ax = fig.add_subplot()
+    weights = np.full((16, 16), 0.02)
+    weights[np.arange(16), np.arange(16)] = np.linspace(0.3, 1.0, 16)
+    image = ax.imshow(weights, cmap="Reds", vmin=0, vmax=1)
+    fig.colorbar(image, ax=ax)
+    png = figure_to_png(fig, 80)
+    before = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=int)
+    after = np.asarray(Image.open(io.BytesIO(widgets._compress(png))).convert("RGB"), dtype=int)
+    error = np.abs(before - after).sum(axis=2)
+    assert error.max() <= 15, f"a pixel's colour moved by {error.max()} (sum of |dRGB|)"
