@@ -265,6 +265,16 @@ def additive_inf_mask(queries, keys, values, score, k):
     return weights @ values, weights
 
 
+def exactly_k_on_ties(queries, keys, values, score, k):
+    """Keeps the k indices topk returns, so among keys tied with the k-th best score it
+    drops some arbitrarily; the exercise keeps them all."""
+    scores = score(queries, keys)
+    keep = torch.zeros_like(scores, dtype=torch.bool).scatter(
+        -1, scores.topk(k, dim=-1).indices, True)
+    weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    return weights @ values, weights
+
+
 WRONG_TOPKS = {
     "zeroes weights after the softmax (no renormalising)": (zero_after_softmax, "sum to 1"),
     "keeps the lowest scores": (keeps_lowest, "lowest scores"),
@@ -278,7 +288,12 @@ WRONG_TOPKS = {
     "kthvalue(k): the k-th smallest": (kthvalue_wrong_end, "exactly k"),
     "scales the scores by 1/sqrt(d)": (scaled_scores, "weights is wrong"),
     "weights in float16": (half_weights, "expected torch.float32"),
+    "exactly k keys when scores tie": (exactly_k_on_ties, "the exercise's rule for ties"),
 }
+
+# Round 1 counted these as right; since the exercise keeps every key tied with the k-th
+# best score (solution 1.2), choosing k of the tied keys by index is wrong on ties.
+TIE_BREAKERS = {"softmax of top-k values, scattered", "argsort + where(-inf)"}
 
 
 def test_check_topk_accepts_the_reference_and_an_additive_inf_mask():
@@ -298,10 +313,30 @@ def test_check_topk_rejects_round1(fn, fragment):
     rejects(checks.check_topk_attention_pool, fn, fragment)
 
 
-@pytest.mark.parametrize("fn, fragment", redteam("round1_ch01", "check_topk_attention_pool",
-                                                 "RIGHT_BUT_UNUSUAL"))
+@pytest.mark.parametrize("fn, fragment", [
+    p for p in redteam("round1_ch01", "check_topk_attention_pool", "RIGHT_BUT_UNUSUAL")
+    if p.id not in TIE_BREAKERS])
 def test_check_topk_accepts_round1_right_solutions(fn, fragment):
     accepts(checks.check_topk_attention_pool, fn)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    p for p in redteam("round1_ch01", "check_topk_attention_pool", "RIGHT_BUT_UNUSUAL")
+    if p.id in TIE_BREAKERS])
+def test_check_topk_rejects_breaking_ties_by_index(fn, fragment):
+    text = rejects(checks.check_topk_attention_pool, fn, "the exercise's rule for ties")
+    assert "with ties" in text and "expected [3, 3, 2]" in text
+
+
+def test_the_tie_rule_is_the_solutions_and_the_checks():
+    """On the desk of chapter 1, "drink" with k = 2: four keys tie at the 2nd-best score."""
+    from book import cues
+    from book.attention import dot_score
+    query = cues.QUERIES["drink"].reshape(1, -1)
+    _, weights = topk_reference(query, cues.KEYS, cues.VALUES, dot_score, 2)
+    assert int((weights != 0).sum()) == 5
+    _, weights = exactly_k_on_ties(query, cues.KEYS, cues.VALUES, dot_score, 2)
+    assert int((weights != 0).sum()) == 2
 
 
 def test_failure_messages_name_the_input_and_the_values():

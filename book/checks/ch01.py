@@ -119,6 +119,10 @@ def _shifted(queries, keys):
     return queries @ keys.T + 400.0
 
 
+def _constant(queries, keys):
+    return torch.zeros(queries.shape[0], keys.shape[0], dtype=queries.dtype)
+
+
 def _gaussian(queries, keys):
     return -0.5 * ((queries[:, None, :] - keys[None, :, :]) ** 2).sum(-1)
 
@@ -134,6 +138,11 @@ def _topk_cases():
     far = qkv(3, 6, 2, 3)    # keys in a small cluster, queries about 170 away: scores near
     far[1] = 0.01 * far[1]   # -1.4e4 that differ by a few units (no weight underflows)
     far[0] = 0.01 * far[0] + 120.0
+    # Small integers, so the dot products are exact and the ties real. Scores per query:
+    # [2, 1, 1, 0, 0] and [0, 0, 0, -1, -3] keep 3 keys at k=2, [2, 1, 1, 1, 3] keeps 2.
+    tied = [torch.tensor([[1.0, 0.0], [0.0, -1.0], [1.0, 1.0]]),        # (3 queries, 2)
+            torch.tensor([[2.0, 0.0], [1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 3.0]]),
+            torch.randn(5, 3, generator=torch.Generator().manual_seed(3))]  # values
     return [
         ("4 queries, 6 keys, k=2, dot score", *qkv(4, 6, 3, 3), _dot, 2),
         ("1 query, 5 keys, k=1, dot score", *qkv(1, 5, 2, 2), _dot, 1),
@@ -146,6 +155,12 @@ def _topk_cases():
         ("5 queries, 60 keys, k=10, dot score", *qkv(5, 60, 6, 2), _dot, 10),
         ("3 queries, 6 keys, k=2, dot score in float16", *qkv(3, 6, 4, 3, dtype=torch.half),
          _dot, 2),
+        # Tied scores: every key whose score equals the k-th best is kept (the exercise's
+        # rule), so a query may give weight to more than k keys.
+        ("3 queries, 5 keys, k=2, dot score with ties: for the first two queries other "
+         "keys tie with the 2nd-best score", *tied, _dot, 2),
+        ("2 queries, 4 keys, k=1, constant score (every key ties)",
+         *qkv(2, 4, 3, 2), _constant, 1),
     ]
 
 
@@ -162,7 +177,8 @@ def _fill_hint(error):
 @checker("topk_attention_pool")
 def check_topk_attention_pool(fn):
     """Check `fn(queries, keys, values, score, k)` -> (outputs, weights) for top-k attention
-    pooling, on asymmetric scores, large and far-off scores, 60 keys, float16, and gradients."""
+    pooling, on asymmetric scores, large and far-off scores, 60 keys, float16, tied scores
+    (all keys tied with the k-th best are kept), and gradients."""
     for case, queries, keys, values, score, k in _topk_cases():
         n_q, n_k, d_v = queries.shape[0], keys.shape[0], values.shape[1]
         result = call(fn, queries, keys, values, score, k, name="topk_attention_pool",
@@ -198,13 +214,21 @@ def check_topk_attention_pool(fn):
                         "dim=-1 instead.")
             fail(f"each query's weights must sum to 1 on {case}; they sum to "
                  f"{[round(s, 4) for s in sums.tolist()]}.", hint)
-        kept = (weights != 0).sum(dim=-1)
-        if not torch.equal(kept, (ref_weights != 0).sum(dim=-1)):
-            fail(f"each query should give weight to exactly k={k} keys on {case}; "
-                 f"the number of keys with weight != 0 per query is {kept.tolist()}.",
-                 "keep the k largest scores of each row (topk over the keys axis, dim=-1), "
-                 "and give the others weight exactly 0 (fill their scores with -inf; a "
-                 "finite fill such as -1e4 still leaves them weight when scores are large).")
+        kept, ref_kept = (weights != 0).sum(dim=-1), (ref_weights != 0).sum(dim=-1)
+        if not torch.equal(kept, ref_kept):
+            hint = ("keep the k largest scores of each row (topk over the keys axis, dim=-1), "
+                    "and give the others weight exactly 0 (fill their scores with -inf; a "
+                    "finite fill such as -1e4 still leaves them weight when scores are "
+                    "large).")
+            if (ref_kept > k).any() and bool((kept <= ref_kept).all()):
+                hint = ("keys whose score equals the k-th best score are all kept (the "
+                        "exercise's rule for ties): mask the scores below the k-th best "
+                        "(scores < topk(k).values[:, -1:]) instead of keeping the k indices "
+                        "that topk returns, which picks among tied keys arbitrarily.")
+            fail(f"each query should give weight to exactly k={k} keys, or more where other "
+                 f"keys tie with the k-th best score, on {case}; the number of keys with "
+                 f"weight != 0 per query is {kept.tolist()}, expected {ref_kept.tolist()}.",
+                 hint)
         if not is_close(weights, ref_weights, **tol):
             alternatives = [
                 (lambda q, kk: score(kk, q).T,
