@@ -10,7 +10,7 @@ JB_FLAGS := -W -n --keep-going
 OFFLINE := tests/browser/offline.sh
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: env book test unit notebooks build-check browser browser-deps lab-test lab-test-full exercises execute lab bench bench-gpu clean
+.PHONY: env book test unit notebooks build-check browser browser-deps lab-test lab-test-full exercises pretrain execute lab bench bench-gpu clean
 
 env: $(STAMP)
 
@@ -75,6 +75,11 @@ browser-deps:
 ## make exercises: regenerate the learner notebooks in exercises/ from exercises/solutions/.
 exercises: env
 	$(BIN)/python tools/make_exercises.py
+
+## make pretrain: chapter 8's longer pretraining run (seeded, one CPU thread, about 6 minutes),
+## stored as book/checkpoints/bert_pydoc.pt with its record (command, SHA-256, accuracy) in .json.
+pretrain: env
+	$(BIN)/python tools/pretrain_bert.py
 
 ## make execute NB=chapters/01_attention_cues.ipynb: execute a notebook in place and store its outputs.
 execute: env
