@@ -125,9 +125,11 @@ def standard_attention(Q, K, V, valid_lens=None, causal=False):
     visible key give 0."""
     m, n = Q.shape[1], K.shape[1]
     scores = Q @ K.transpose(1, 2) / math.sqrt(Q.shape[-1])     # (batch, m, n)
+    if not causal and valid_lens is None:
+        return torch.softmax(scores, dim=-1) @ V                # (batch, m, d_v)
     visible = torch.ones(m, n, dtype=torch.bool, device=Q.device)
     if causal:
-        visible = torch.ones(m, n, dtype=torch.bool, device=Q.device).tril()
+        visible = visible.tril()                                # key j <= query i
     if valid_lens is not None:
         lens = _key_mask(valid_lens, Q.shape[0], m, Q.device)
         visible = visible & (torch.arange(n, device=Q.device) < lens[..., None])

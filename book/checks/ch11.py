@@ -1,0 +1,320 @@
+"""Checkers for chapter 11's exercises: attention over blocks of keys with the online softmax,
+and query heads that share key-value heads (grouped-query attention)."""
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ..cost import peak_memory
+from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
+                    forbidden, is_close)
+
+SDPA = [(F, "scaled_dot_product_attention")]
+SDPA_WHY = "the exercise asks you to write the attention yourself."
+
+
+def _attention(Q, K, V, causal=False, scale=True, dim=-1, strict=False, flipped=False):
+    """softmax(Q K^T / sqrt(d)) V in float64, with the causal mask (key j <= query i) and
+    some common mistakes (no scale, the wrong axis, j < i, j >= i)."""
+    Q, K, V = Q.double(), K.double(), V.double()
+    scores = Q @ K.transpose(-2, -1)
+    if scale:
+        scores = scores / math.sqrt(Q.shape[-1])
+    if causal:
+        m, n = scores.shape[-2:]
+        visible = torch.ones(m, n, dtype=torch.bool).tril(-1 if strict else 0)
+        if flipped:
+            visible = torch.ones(m, n, dtype=torch.bool).triu()
+        scores = scores.masked_fill(~visible, float("-inf"))
+    weights = torch.softmax(scores, dim=dim).nan_to_num(0.0)
+    return weights @ V
+
+
+# -- Exercise 11.1: attention over blocks of keys, with the online softmax ------------------
+
+HINT = ("for each block of keys: scores s = Q K_j^T / sqrt(d) (masked with -inf under "
+        "causal), new max m' = max(m, rowmax(s)), then l = l * exp(m - m') + rowsum(exp(s - "
+        "m')) and acc = acc * exp(m - m') + exp(s - m') V_j; at the end acc / l.")
+
+
+def _variant(Q, K, V, block, causal, rescale_sum=True, rescale_acc=True, per_block=False):
+    """The online pass in float64 with one of its common mistakes."""
+    Q, K, V = Q.double(), K.double(), V.double()
+    n, scale = K.shape[1], 1 / math.sqrt(Q.shape[-1])
+    m = torch.full(Q.shape[:2] + (1,), float("-inf"), dtype=torch.float64)
+    total = torch.zeros_like(m)
+    acc = torch.zeros(Q.shape[:2] + (V.shape[-1],), dtype=torch.float64)
+    rows = torch.arange(Q.shape[1])[:, None]
+    out = 0
+    for j in range(0, n, block):
+        s = Q @ K[:, j:j + block].transpose(1, 2) * scale
+        if causal:
+            s = s.masked_fill(torch.arange(j, min(j + block, n)) > rows, float("-inf"))
+        if per_block:
+            out = out + torch.softmax(s, -1).nan_to_num(0.0) @ V[:, j:j + block]
+            continue
+        new = torch.maximum(m, s.amax(-1, keepdim=True))
+        safe = new.nan_to_num(0.0, neginf=0.0)
+        e = torch.exp(s - safe)
+        factor = torch.exp(m - safe)
+        total = (total * factor if rescale_sum else total) + e.sum(-1, keepdim=True)
+        acc = (acc * factor if rescale_acc else acc) + e @ V[:, j:j + block]
+        m = new
+    return out if per_block else acc / total
+
+
+def _diagnose(out, Q, K, V, block, causal, case):
+    """Fail with what a wrong output equals instead."""
+    tol = dict(atol=1e-4, rtol=1e-3)
+    same = lambda x: is_close(out, x, **tol)  # noqa: E731
+    n = K.shape[1]
+    if same(_attention(Q, K, V, causal, scale=False)):
+        fail(f"the output equals attention without the scale on {case}.",
+             "divide the scores by sqrt(d), d = Q.shape[-1].")
+    if same(_variant(Q, K, V, block, causal, per_block=True)):
+        fail(f"the output is wrong on {case}: each block of keys is normalised by itself "
+             "(a softmax per block) and the pieces are added up.",
+             "keep one running max and one running sum per query across the blocks, and "
+             "divide by the sum only at the end.")
+    if same(_variant(Q, K, V, block, causal, rescale_acc=False)):
+        fail(f"the output is wrong on {case}: the running weighted sum of values is not "
+             "rescaled when a larger score arrives.",
+             "multiply acc by exp(m_old - m_new), as you do the running sum.")
+    if same(_variant(Q, K, V, block, causal, rescale_sum=False)):
+        fail(f"the output is wrong on {case}: the running sum of exponentials is not "
+             "rescaled when a larger score arrives.",
+             "multiply the sum by exp(m_old - m_new) before adding the new block's terms.")
+    if causal:
+        if same(_attention(Q, K, V)):
+            fail(f"the output is wrong on {case}: causal=True is ignored, every query sees "
+                 "every key.", "mask the scores of keys j > i with -inf.")
+        if same(_attention(Q, K, V, True, strict=True)):
+            fail(f"the output is wrong on {case}: query i sees the keys before it but not "
+                 "key i itself.", "a query sees the keys j <= i, itself included.")
+        if same(_attention(Q, K, V, True, flipped=True)):
+            fail(f"the output is wrong on {case}: query i sees the keys j >= i, the future.",
+                 "mask the keys j > i (above the diagonal), not those below it.")
+    cut = n - n % block
+    if n % block and cut and same(_attention(Q, K[:, :cut], V[:, :cut], causal)):
+        fail(f"the output is wrong on {case}: the last, shorter block of keys "
+             f"({n % block} key{'s' if n % block > 1 else ''}) is left out.",
+             "range(0, num_keys, block_size) starts a block at every multiple; "
+             "K[:, j:j + block_size] is simply shorter at the end.")
+    if Q.shape[1] > 1 and same(_attention(Q, K, V, causal, dim=-2)):
+        fail(f"the softmax runs over the queries, not the keys, on {case}.")
+
+
+def _call_online(fn, Q, K, V, block, causal, case):
+    given = [Q.clone(), K.clone(), V.clone()]
+    with forbidden(SDPA, SDPA_WHY):
+        out = call(fn, *given, block, causal=causal, name="online_softmax_attention",
+                   case=case)
+    if isinstance(out, (tuple, list)):
+        fail(f"online_softmax_attention returned a {type(out).__name__} on {case}; return "
+             "only the output tensor.")
+    large = Q.abs().max() * K.abs().max() > 100
+    nan_hint = ("exp(-inf - (-inf)) is NaN: under the causal mask a query can see no key of "
+                "a block (and none so far), so its running max is still -inf. Subtract a "
+                "safe max, e.g. m_new.masked_fill(m_new == -inf, 0).") if causal else (
+        "exp() overflows (or every term underflows to 0) with scores this large: subtract "
+        "the running maximum (starting at -inf, not 0) before exp().")
+    if causal and isinstance(out, torch.Tensor) and out.shape[:2] == Q.shape[:2] and \
+            torch.isnan(out[:, 0]).any() and not torch.isnan(out[:, 1:]).any() and \
+            is_close(out[:, 1:], _attention(Q, K, V, True, strict=True)[:, 1:], 1e-4, 1e-3):
+        fail(f"the output is wrong on {case}: query i sees the keys before it but not key i "
+             "itself, so query 0 sees no key at all (NaN).",
+             "a query sees the keys j <= i, itself included: mask only j > i.")
+    if isinstance(out, torch.Tensor) and not torch.isfinite(out).all() and \
+            not torch.isnan(out).any():
+        fail(f"the output contains inf on {case}.", nan_hint)
+    expect_tensor(out, (Q.shape[0], Q.shape[1], V.shape[-1]), what="the output", case=case,
+                  nan_hint=nan_hint if (causal or large) else None)
+    expect_tensor(out, dtype=Q.dtype, what="the output", case=case)
+    for name, before, after in zip("QKV", (Q, K, V), given):
+        if not torch.equal(before, after):
+            fail(f"online_softmax_attention changed its argument {name} in place on {case}.")
+    return out
+
+
+def _online_cases():
+    g = torch.Generator().manual_seed(11)
+
+    def qkv(batch, m, n, d, dv=5, scale=1.0):
+        return (scale * torch.randn(batch, m, d, generator=g),
+                scale * torch.randn(batch, n, d, generator=g),
+                torch.randn(batch, n, dv, generator=g))
+
+    near = 50 * torch.ones(1, 6, 4) + torch.randn(1, 6, 4, generator=g)
+    very_negative = (near, -near.flip(1), torch.randn(1, 6, 3, generator=g))
+    cases = []
+    for causal in (False, True):
+        word = ", causal" if causal else ""
+        cases += [
+            (f"batch 2, 8 queries, 8 keys, d=4, block_size=4{word}", qkv(2, 8, 8, 4), 4,
+             causal),
+            (f"batch 1, 10 queries, 10 keys, d=3, block_size=3{word} (the last block has 1 "
+             "key)", qkv(1, 10, 10, 3), 3, causal),
+            (f"batch 3, 5 queries, 5 keys, d=2, block_size=1{word}", qkv(3, 5, 5, 2), 1,
+             causal),
+            (f"batch 1, 6 queries, 6 keys, d=4, block_size=16 (larger than n){word}",
+             qkv(1, 6, 6, 4), 16, causal),
+            (f"batch 2, 60 queries, 60 keys, d=8, block_size=16{word}", qkv(2, 60, 60, 8),
+             16, causal),
+            (f"batch 2, 9 queries, 9 keys, d=4, block_size=4{word}, Q and K = 100 * randn "
+             "(scores up to about 1e4)", qkv(2, 9, 9, 4, scale=100.0), 4, causal)]
+    cases.insert(2, ("batch 2, 7 queries, 11 keys, d=4, block_size=4", qkv(2, 7, 11, 4), 4,
+                     False))
+    cases.insert(3, ("batch 1, 6 queries, 6 keys, d=4, block_size=2, every score near -5000",
+                     very_negative, 2, False))
+    return cases
+
+
+@checker("online_softmax_attention")
+def check_online_softmax_attention(fn):
+    """Check `fn(Q, K, V, block_size, causal=False)`: softmax(Q K^T / sqrt(d)) V computed
+    over blocks of keys with a running max, sum and weighted sum. Equal to full attention
+    (block sizes 1, 3, 4, 16 and larger than n, a shorter last block, scores of 1e4 and of
+    -5000), the causal variant (key j <= query i), gradients, and a peak memory bounded by
+    the block size: no (n, n) matrix."""
+    for case, (Q, K, V), block, causal in _online_cases():
+        out = _call_online(fn, Q, K, V, block, causal, case)
+        large = Q.abs().max() * K.abs().max() > 100
+        tol = dict(atol=2e-3 if large else 1e-5, rtol=1e-4)
+        ref = _attention(Q, K, V, causal)
+        if not is_close(out, ref, **tol):
+            _diagnose(out, Q, K, V, block, causal, case)
+            expect_close(out, ref, what="the output", case=case, hint=HINT, **tol)
+    g = torch.Generator().manual_seed(12)
+    Q, K, V = (torch.randn(2, 7, 4, generator=g), torch.randn(2, 7, 4, generator=g),
+               torch.randn(2, 7, 3, generator=g))
+    for causal in (False, True):
+        with forbidden(SDPA, SDPA_WHY):
+            expect_gradients(lambda q, k, v: fn(q, k, v, 3, causal=causal),
+                             lambda q, k, v: _attention(q, k, v, causal),
+                             [("Q", Q), ("K", K), ("V", V)], name="online_softmax_attention",
+                             case=f"batch 2, 7 queries and keys, d=4, block_size=3, "
+                                  f"causal={causal} (gradients)",
+                             nan_hint="a NaN hidden in the forward pass (exp(-inf - (-inf)) "
+                                      "replaced afterwards) still flows through the "
+                                      "backward: subtract a safe max instead.")
+    n, block = 1024, 64
+    X = torch.randn(1, n, 16, generator=g)
+    full = n * n * 4  # bytes of one float32 (n, n) score matrix
+    with forbidden(SDPA, SDPA_WHY):
+        peak = peak_memory(lambda: fn(X, X, X, block, causal=False))
+    if peak > full / 2:
+        fail(f"on batch 1, {n} queries and keys, block_size={block}, the peak memory was "
+             f"{peak / 2**20:.1f} MiB, while the whole {n} x {n} score matrix takes "
+             f"{full / 2**20:.0f} MiB: your function builds (nearly) all of it.",
+             "compute the scores of one block of keys only, Q @ K[:, j:j + block_size]^T, "
+             "inside the loop, and keep only the running max, sum and weighted sum.")
+
+
+# -- Exercise 11.2: query heads sharing key-value heads ------------------------------------
+
+def _gqa(Q, K, V, mapping=None, scale=True, dim=-1):
+    """Grouped-query attention in float64: query head i reads key-value head mapping[i]
+    (default i // group)."""
+    h, kv = Q.shape[1], K.shape[1]
+    if mapping is None:
+        mapping = [i // (h // kv) for i in range(h)]
+    index = torch.tensor(mapping)
+    return _attention(Q, K[:, index], V[:, index], scale=scale, dim=dim)
+
+
+def _gqa_cases():
+    g = torch.Generator().manual_seed(13)
+
+    def qkv(batch, h, kv, m, n, hs):
+        # Each key-value head's values are offset by 10 x its index, so a wrong head shows.
+        offset = 10.0 * torch.arange(kv).reshape(1, kv, 1, 1)
+        return (torch.randn(batch, h, m, hs, generator=g),
+                torch.randn(batch, kv, n, hs, generator=g),
+                torch.randn(batch, kv, n, hs, generator=g) + offset)
+
+    return [("batch 2, 4 query heads, 2 key-value heads, 5 queries, 6 keys, head size 3",
+             qkv(2, 4, 2, 5, 6, 3)),
+            ("batch 1, 8 query heads, 1 key-value head (multi-query), 4 queries, 7 keys, "
+             "head size 4", qkv(1, 8, 1, 4, 7, 4)),
+            ("batch 2, 6 query heads, 3 key-value heads, 5 queries, 5 keys, head size 2",
+             qkv(2, 6, 3, 5, 5, 2)),
+            ("batch 1, 3 query heads, 3 key-value heads (plain multi-head), 4 queries and "
+             "keys, head size 4", qkv(1, 3, 3, 4, 4, 4)),
+            ("batch 1, 12 query heads, 4 key-value heads, 3 queries, 9 keys, head size 8",
+             qkv(1, 12, 4, 3, 9, 8))]
+
+
+def _diagnose_heads(out, Q, K, V, case):
+    h, kv = Q.shape[1], K.shape[1]
+    group = h // kv
+    tol = dict(atol=1e-4, rtol=1e-3)
+    reads = []
+    for i in range(h):
+        match = [j for j in range(kv)
+                 if is_close(out[:, i:i + 1], _gqa(Q[:, i:i + 1], K[:, j:j + 1],
+                                                   V[:, j:j + 1]), **tol)]
+        reads.append(match[0] if match else None)
+    if None not in reads:
+        wrong = [i for i in range(h) if reads[i] != i // group]
+        i = wrong[0]
+        hint = ("query heads are grouped consecutively: head i reads key-value head "
+                "i // (num_heads // num_kv_heads), which repeat_interleave(group, dim=1) "
+                "gives (repeat or expand-and-reshape in the other order gives i % "
+                "num_kv_heads).")
+        if reads == [0] * h:
+            hint = "every query head reads key-value head 0: use all of them, group by group."
+        fail(f"on {case}, query head {i} reads key-value head {reads[i]}; expected head "
+             f"{i // group} (heads {i // group * group}..{i // group * group + group - 1} "
+             f"share it). Heads read: {reads}.", hint)
+    index = torch.tensor([i // group for i in range(h)])
+    same = lambda x: is_close(out, x, **tol)  # noqa: E731
+    if same(_gqa(Q, K, V, scale=False)):
+        fail(f"the output equals grouped-query attention without the scale on {case}.",
+             "divide the scores by sqrt(head size), Q.shape[-1].")
+    if same(_gqa(Q, K, V, dim=-2)):
+        fail(f"the softmax runs over the queries, not the keys, on {case}.")
+    mean = (K.double().mean(1, keepdim=True), V.double().mean(1, keepdim=True))
+    if kv > 1 and same(_attention(Q, *mean)):
+        fail(f"on {case}, every query head reads the average of the key-value heads.",
+             "each group of query heads reads its own key-value head, not their mean.")
+    if same(_attention(Q, K[:, index], V[:, :1].expand(-1, h, -1, -1))) and kv > 1:
+        fail(f"on {case}, the keys are shared right but every head reads the values of "
+             "key-value head 0.", "share V exactly as K.")
+    if same(_attention(Q, K[:, :1].expand(-1, h, -1, -1), V[:, index])) and kv > 1:
+        fail(f"on {case}, the values are shared right but every head reads the keys of "
+             "key-value head 0.", "share K exactly as V.")
+
+
+@checker("grouped_query_attention")
+def check_grouped_query_attention(fn):
+    """Check `fn(Q, K, V)` for Q (batch, num_heads, m, head_size) and K, V (batch,
+    num_kv_heads, n, head_size): each group of num_heads // num_kv_heads consecutive query
+    heads attends with one key-value head (query head i reads head i // group). Multi-query
+    (one key-value head), grouped and plain multi-head cases; gradients."""
+    for case, (Q, K, V) in _gqa_cases():
+        given = [Q.clone(), K.clone(), V.clone()]
+        with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
+            out = call(fn, *given, name="grouped_query_attention", case=case)
+        if isinstance(out, torch.Tensor) and out.dim() == 4 and out.shape[1] == K.shape[1] \
+                and K.shape[1] != Q.shape[1]:
+            fail(f"the output has {out.shape[1]} heads on {case}, as many as the key-value "
+                 f"heads; expected one per query head, {Q.shape[1]}.",
+                 "repeat each key-value head for its group of query heads before attending.")
+        expect_tensor(out, Q.shape, Q.dtype, what="the output", case=case)
+        for name, before, after in zip("QKV", (Q, K, V), given):
+            if not torch.equal(before, after):
+                fail(f"grouped_query_attention changed its argument {name} in place on "
+                     f"{case}.")
+        if not is_close(out, _gqa(Q, K, V), atol=1e-5, rtol=1e-4):
+            _diagnose_heads(out, Q, K, V, case)
+            expect_close(out, _gqa(Q, K, V), what="the output", case=case,
+                         hint="softmax(Q K^T / sqrt(head size)) V, with K and V repeated "
+                              "for each group of query heads (repeat_interleave).")
+    g = torch.Generator().manual_seed(14)
+    Q, K, V = (torch.randn(2, 4, 3, 2, generator=g), torch.randn(2, 2, 5, 2, generator=g),
+               torch.randn(2, 2, 5, 2, generator=g))
+    with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
+        expect_gradients(fn, _gqa, [("Q", Q), ("K", K), ("V", V)],
+                         name="grouped_query_attention",
+                         case="batch 2, 4 query heads, 2 key-value heads, 3 queries, 5 keys "
+                              "(gradients)")

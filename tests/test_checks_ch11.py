@@ -1,0 +1,221 @@
+"""Chapter 11's checkers pass right solutions (also unusual ones) and reject wrong ones with
+messages that point at the fault: broken numerics (overflow, -inf - -inf), masks off by one,
+forgotten rescaling, too much memory, heads shared in the wrong order, gradients cut."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from book.checks.ch11 import check_grouped_query_attention, check_online_softmax_attention
+from book.fast_attention import tiled_attention
+from checkers_support import accepts, rejects
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError("write your solution here")
+
+
+# -- Exercise 11.1 --------------------------------------------------------------------------
+
+def online(Q, K, V, block_size, causal=False, init=float("-inf"), safe=True,
+           rescale_sum=True, rescale_acc=True, mask=lambda cols, rows: cols > rows,
+           stop=None, scale=None):
+    """The solution notebook's answer, with switches for its common mistakes."""
+    n = K.shape[1]
+    scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale
+    m = torch.full(Q.shape[:2] + (1,), init, dtype=Q.dtype)
+    total = torch.zeros_like(m)
+    acc = torch.zeros(Q.shape[:2] + (V.shape[-1],), dtype=Q.dtype)
+    rows = torch.arange(Q.shape[1])[:, None]
+    for j in range(0, stop or n, block_size):
+        s = Q @ K[:, j:j + block_size].transpose(1, 2) * scale
+        if causal:
+            cols = torch.arange(j, min(j + block_size, n))
+            s = s.masked_fill(mask(cols, rows), float("-inf"))
+        new = torch.maximum(m, s.amax(-1, keepdim=True))
+        shift = new.masked_fill(new == float("-inf"), 0.0) if safe else new
+        e = torch.exp(s - shift)
+        factor = torch.exp(m - shift)
+        total = (total * factor if rescale_sum else total) + e.sum(-1, keepdim=True)
+        acc = (acc * factor if rescale_acc else acc) + e @ V[:, j:j + block_size]
+        m = new
+    return acc / total
+
+
+def by_tiles(Q, K, V, block_size, causal=False):  # right: the chapter's tiled version
+    return tiled_attention(Q, K, V, (Q.shape[1], block_size), causal=causal)
+
+
+def by_tiles_with_queries_blocked_too(Q, K, V, block_size, causal=False):  # right, unusual
+    return tiled_attention(Q, K, V, (max(3, Q.shape[1] // 8), block_size), causal=causal)
+
+
+def full_softmax(Q, K, V, block_size, causal=False):
+    scores = Q @ K.transpose(1, 2) / math.sqrt(Q.shape[-1])
+    if causal:
+        scores = scores.masked_fill(torch.ones(scores.shape[1:]).triu(1).bool(), -math.inf)
+    return torch.softmax(scores, -1) @ V
+
+
+def softmax_per_block(Q, K, V, block_size, causal=False):
+    out = 0
+    for j in range(0, K.shape[1], block_size):
+        s = Q @ K[:, j:j + block_size].transpose(1, 2) / math.sqrt(Q.shape[-1])
+        if causal:
+            cols = torch.arange(j, min(j + block_size, K.shape[1]))
+            s = s.masked_fill(cols > torch.arange(Q.shape[1])[:, None], -math.inf)
+        out = out + torch.softmax(s, -1).nan_to_num(0.0) @ V[:, j:j + block_size]
+    return out
+
+
+def naive_exp(Q, K, V, block_size, causal=False):  # a running sum of exp without any max
+    total, acc = 0, 0
+    for j in range(0, K.shape[1], block_size):
+        s = Q @ K[:, j:j + block_size].transpose(1, 2) / math.sqrt(Q.shape[-1])
+        if causal:
+            cols = torch.arange(j, min(j + block_size, K.shape[1]))
+            s = s.masked_fill(cols > torch.arange(Q.shape[1])[:, None], -math.inf)
+        e = torch.exp(s)
+        total, acc = total + e.sum(-1, keepdim=True), acc + e @ V[:, j:j + block_size]
+    return acc / total
+
+
+WRONG = {
+    "the full score matrix": (full_softmax, "builds (nearly) all of it"),
+    "a softmax per block, added up": (softmax_per_block, "normalised by itself"),
+    "exp without a running max": (naive_exp, "overflows"),
+    "the running max starts at 0": (lambda *a, **k: online(*a, init=0.0, **k), "NaN"),
+    "the sum is not rescaled": (lambda *a, **k: online(*a, rescale_sum=False, **k),
+                                "running sum of exponentials is not rescaled"),
+    "the weighted sum is not rescaled": (lambda *a, **k: online(*a, rescale_acc=False, **k),
+                                         "weighted sum of values is not rescaled"),
+    "causal ignored": (lambda Q, K, V, b, causal=False: online(Q, K, V, b),
+                       "causal=True is ignored"),
+    "causal mask misses the diagonal": (
+        lambda *a, **k: online(*a, mask=lambda c, r: c >= r, **k), "not key i itself"),
+    "causal mask flipped": (lambda *a, **k: online(*a, mask=lambda c, r: c < r, **k),
+                            "the future"),
+    "the last, shorter block left out": (
+        lambda Q, K, V, b, causal=False: online(Q, K, V, b, causal,
+                                                stop=K.shape[1] - K.shape[1] % b or None),
+        "last, shorter block"),
+    "no 1/sqrt(d)": (lambda *a, **k: online(*a, scale=1.0, **k), "without the scale"),
+    "detached": (lambda Q, K, V, b, causal=False: online(Q.detach(), K.detach(), V.detach(),
+                                                         b, causal), "no gradient"),
+    "the fused kernel": (lambda Q, K, V, b, causal=False:
+                         F.scaled_dot_product_attention(Q, K, V, is_causal=causal),
+                         "scaled_dot_product_attention"),
+    "returns (output, max, sum)": (lambda *a, **k: (online(*a, **k), 0, 0), "tuple"),
+    "float64 output": (lambda *a, **k: online(*a, **k).double(), "dtype"),
+    "unimplemented stub": (stub, "not implemented yet"),
+    "forgets to return": (lambda *a, **k: None, "None"),
+}
+
+
+def test_online_softmax_attention_accepts_right_solutions():
+    accepts(check_online_softmax_attention, online)
+    # With every query in each block, key 0 (seen by every query) comes first: the running
+    # max is finite from the first block on, so no safe max is needed.
+    accepts(check_online_softmax_attention,
+            lambda *a, **k: online(*a, safe=False, **k))
+    accepts(check_online_softmax_attention, by_tiles)
+    accepts(check_online_softmax_attention, by_tiles_with_queries_blocked_too)
+
+
+@pytest.mark.parametrize("name", WRONG)
+def test_online_softmax_attention_rejects_wrong_solutions(name):
+    fn, fragment = WRONG[name]
+    rejects(check_online_softmax_attention, fn, fragment)
+
+
+def test_the_fused_kernel_is_restored():
+    fused = F.scaled_dot_product_attention
+    rejects(check_online_softmax_attention, WRONG["the fused kernel"][0], "yourself")
+    assert F.scaled_dot_product_attention is fused
+
+
+# -- Exercise 11.2 --------------------------------------------------------------------------
+
+def gqa(Q, K, V):
+    """The solution notebook's answer."""
+    group = Q.shape[1] // K.shape[1]
+    K, V = K.repeat_interleave(group, dim=1), V.repeat_interleave(group, dim=1)
+    return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1) @ V
+
+
+def gqa_grouped_view(Q, K, V):  # right, unusual: queries reshaped into groups, no copies
+    b, h, m, hs = Q.shape
+    kv = K.shape[1]
+    Qg = Q.reshape(b, kv, h // kv, m, hs)
+    w = torch.softmax(Qg @ K[:, :, None].transpose(-2, -1) / math.sqrt(hs), dim=-1)
+    return (w @ V[:, :, None]).reshape(b, h, m, hs)
+
+
+def gqa_expand(Q, K, V):  # right, unusual: expand + reshape in the right order
+    b, kv, n, hs = K.shape
+    group = Q.shape[1] // kv
+    K = K[:, :, None].expand(b, kv, group, n, hs).reshape(b, kv * group, n, hs)
+    V = V[:, :, None].expand(b, kv, group, n, hs).reshape(b, kv * group, n, hs)
+    return torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(hs), dim=-1) @ V
+
+
+def attend(Q, K, V, scale=None, dim=-1):
+    scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale
+    return torch.softmax(Q @ K.transpose(-2, -1) * scale, dim=dim) @ V
+
+
+def tiled_heads(Q, K, V):  # repeat: head i reads i % kv
+    r = Q.shape[1] // K.shape[1]
+    return attend(Q, K.repeat(1, r, 1, 1), V.repeat(1, r, 1, 1))
+
+
+def group_reshape_wrong_order(Q, K, V):  # (b, group, kv, ...) instead of (b, kv, group, ...)
+    b, h, m, hs = Q.shape
+    kv = K.shape[1]
+    Qg = Q.reshape(b, h // kv, kv, m, hs)
+    return attend(Qg, K[:, None], V[:, None]).reshape(b, h, m, hs)
+
+
+GQA_WRONG = {
+    "repeat instead of repeat_interleave": (tiled_heads, "i % num_kv_heads"),
+    "groups reshaped in the wrong order": (group_reshape_wrong_order, "reads key-value head"),
+    "only key-value head 0": (lambda Q, K, V: attend(Q, K[:, :1], V[:, :1]),
+                              "every query head reads key-value head 0"),
+    "the mean of the key-value heads": (
+        lambda Q, K, V: attend(Q, K.mean(1, keepdim=True), V.mean(1, keepdim=True)),
+        "average of the key-value heads"),
+    "no scale": (lambda Q, K, V: gqa(Q * math.sqrt(Q.shape[-1]), K, V), "without the scale"),
+    "softmax over the queries": (
+        lambda Q, K, V: attend(Q, K.repeat_interleave(Q.shape[1] // K.shape[1], 1),
+                               V.repeat_interleave(Q.shape[1] // K.shape[1], 1), dim=-2),
+        "over the queries"),
+    "V from head 0": (lambda Q, K, V: attend(
+        Q, K.repeat_interleave(Q.shape[1] // K.shape[1], 1),
+        V[:, :1].expand(-1, Q.shape[1], -1, -1)), "values of key-value head 0"),
+    "one output per key-value head": (
+        lambda Q, K, V: attend(Q[:, :K.shape[1]], K, V), "as many as the key-value heads"),
+    "the fused kernel with enable_gqa": (
+        lambda Q, K, V: F.scaled_dot_product_attention(Q, K, V, enable_gqa=True),
+        "Share the heads yourself"),
+    "detached": (lambda Q, K, V: gqa(Q.detach(), K.detach(), V.detach()), "no gradient"),
+    "unimplemented stub": (stub, "not implemented yet"),
+    "scale by sqrt(num_heads * head_size)": (
+        lambda Q, K, V: gqa(Q / math.sqrt(Q.shape[1]), K, V), "is wrong"),
+}
+
+
+def test_grouped_query_attention_accepts_right_solutions():
+    for fn in (gqa, gqa_grouped_view, gqa_expand):
+        accepts(check_grouped_query_attention, fn)
+
+
+@pytest.mark.parametrize("name", GQA_WRONG)
+def test_grouped_query_attention_rejects_wrong_solutions(name):
+    fn, fragment = GQA_WRONG[name]
+    rejects(check_grouped_query_attention, fn, fragment)
+
+
+def test_failure_names_the_case_and_the_heads():
+    text = rejects(check_grouped_query_attention, tiled_heads, "Hint:")
+    assert "4 query heads, 2 key-value heads" in text and "expected head" in text
