@@ -1,11 +1,11 @@
 """Chapter 11: how attention is made fast.
 
-* `online_softmax`: the softmax of a row in one pass over its entries, block by block, with a
-  running maximum and a running sum (Milakov and Gimelshein 2018).
-* `tiled_attention`: FlashAttention's forward pass (Dao et al. 2022) in plain PyTorch: blocks
-  of queries against blocks of keys, keeping per query only a running maximum, sum and
-  weighted sum of values; padding masks (valid lengths), the causal mask (blocks above the
-  diagonal are skipped and counted) and rows with no valid key (output zero).
+* `online_softmax`: the softmax of a row in one pass over its entries, block by block, with
+  a running maximum and a running sum (Milakov and Gimelshein 2018).
+* `tiled_attention`: FlashAttention's forward pass (Dao et al. 2022) in plain PyTorch:
+  blocks of queries against blocks of keys, keeping per query only a running maximum, sum
+  and weighted sum of values; padding masks (valid lengths), the causal mask (blocks above
+  the diagonal are skipped and counted) and rows with no valid key (output zero).
 * `hbm_numbers`: how many numbers move between the GPU's large memory (HBM) and its on-chip
   memory (SRAM) in standard and in tiled attention, as in the paper's analysis.
 * `GroupedQueryAttention`: chapter 5's `MultiHeadAttention` with fewer key-value heads than
@@ -180,7 +180,7 @@ def hbm_numbers(n, head_size, kind="standard", block_size=None, causal=False):
     return 2 * n * d + tiles * 2 * block_size * d
 
 
-# -- Sharing keys and values between heads --------------------------------------------------
+# -- Sharing keys and values between heads -------------------------------------------------
 
 def share_kv_heads(X, num_heads):
     """(batch, kv_heads, n, head_size) -> (batch, num_heads, n, head_size): query head i

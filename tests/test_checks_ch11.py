@@ -16,7 +16,7 @@ def stub(*args, **kwargs):
     raise NotImplementedError("write your solution here")
 
 
-# -- Exercise 11.1 --------------------------------------------------------------------------
+# -- Exercise 11.1 -------------------------------------------------------------------------
 
 def online(Q, K, V, block_size, causal=False, init=float("-inf"), safe=True,
            rescale_sum=True, rescale_acc=True, mask=lambda cols, rows: cols > rows,
@@ -135,7 +135,7 @@ def test_the_fused_kernel_is_restored():
     assert F.scaled_dot_product_attention is fused
 
 
-# -- Exercise 11.2 --------------------------------------------------------------------------
+# -- Exercise 11.2 -------------------------------------------------------------------------
 
 def gqa(Q, K, V):
     """The solution notebook's answer."""
@@ -170,7 +170,7 @@ def tiled_heads(Q, K, V):  # repeat: head i reads i % kv
     return attend(Q, K.repeat(1, r, 1, 1), V.repeat(1, r, 1, 1))
 
 
-def group_reshape_wrong_order(Q, K, V):  # (b, group, kv, ...) instead of (b, kv, group, ...)
+def group_reshape_wrong_order(Q, K, V):  # (b, group, kv, ..) instead of (b, kv, group, ..)
     b, h, m, hs = Q.shape
     kv = K.shape[1]
     Qg = Q.reshape(b, h // kv, kv, m, hs)
@@ -179,13 +179,15 @@ def group_reshape_wrong_order(Q, K, V):  # (b, group, kv, ...) instead of (b, kv
 
 GQA_WRONG = {
     "repeat instead of repeat_interleave": (tiled_heads, "i % num_kv_heads"),
-    "groups reshaped in the wrong order": (group_reshape_wrong_order, "reads key-value head"),
+    "groups reshaped in the wrong order": (group_reshape_wrong_order,
+                                           "reads key-value head"),
     "only key-value head 0": (lambda Q, K, V: attend(Q, K[:, :1], V[:, :1]),
                               "every query head reads key-value head 0"),
     "the mean of the key-value heads": (
         lambda Q, K, V: attend(Q, K.mean(1, keepdim=True), V.mean(1, keepdim=True)),
         "average of the key-value heads"),
-    "no scale": (lambda Q, K, V: gqa(Q * math.sqrt(Q.shape[-1]), K, V), "without the scale"),
+    "no scale": (lambda Q, K, V: gqa(Q * math.sqrt(Q.shape[-1]), K, V),
+                 "without the scale"),
     "softmax over the queries": (
         lambda Q, K, V: attend(Q, K.repeat_interleave(Q.shape[1] // K.shape[1], 1),
                                V.repeat_interleave(Q.shape[1] // K.shape[1], 1), dim=-2),

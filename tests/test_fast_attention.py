@@ -1,5 +1,6 @@
 """book.fast_attention: the online softmax, tiled attention (masks, causal skipping, empty
-rows, gradients, memory), the HBM byte counts, and key-value heads shared between queries."""
+rows, gradients, memory), the HBM byte counts, and key-value heads shared between
+queries."""
 import math
 
 import pytest
@@ -23,7 +24,8 @@ def test_online_softmax_equals_softmax_and_is_stable():
     assert torch.allclose(online_softmax(big), torch.softmax(big, -1), atol=1e-6)
     maxima, sums = running_max_and_sum(big, 1)
     assert maxima.tolist() == [1e4, 1e4, 1e4, 1e4 + 2]
-    assert math.isclose(sums[-1].item(), torch.exp(big - big.max()).sum().item(), rel_tol=1e-6)
+    expected = torch.exp(big - big.max()).sum().item()
+    assert math.isclose(sums[-1].item(), expected, rel_tol=1e-6)
 
 
 CASES = {"no mask": {}, "causal": dict(causal=True),

@@ -1,5 +1,5 @@
-"""Checkers for chapter 11's exercises: attention over blocks of keys with the online softmax,
-and query heads that share key-value heads (grouped-query attention)."""
+"""Checkers for chapter 11's exercises: attention over blocks of keys with the online
+softmax, and query heads that share key-value heads (grouped-query attention)."""
 import math
 
 import torch
@@ -30,11 +30,12 @@ def _attention(Q, K, V, causal=False, scale=True, dim=-1, strict=False, flipped=
     return weights @ V
 
 
-# -- Exercise 11.1: attention over blocks of keys, with the online softmax ------------------
+# -- Exercise 11.1: attention over blocks of keys, with the online softmax -----------------
 
 HINT = ("for each block of keys: scores s = Q K_j^T / sqrt(d) (masked with -inf under "
-        "causal), new max m' = max(m, rowmax(s)), then l = l * exp(m - m') + rowsum(exp(s - "
-        "m')) and acc = acc * exp(m - m') + exp(s - m') V_j; at the end acc / l.")
+        "causal), new max m' = max(m, rowmax(s)), then l = l * exp(m - m') + "
+        "rowsum(exp(s - m')) and acc = acc * exp(m - m') + exp(s - m') V_j; at the end "
+        "acc / l.")
 
 
 def _variant(Q, K, V, block, causal, rescale_sum=True, rescale_acc=True, per_block=False):
@@ -92,7 +93,8 @@ def _diagnose(out, Q, K, V, block, causal, case):
             fail(f"the output is wrong on {case}: query i sees the keys before it but not "
                  "key i itself.", "a query sees the keys j <= i, itself included.")
         if same(_attention(Q, K, V, True, flipped=True)):
-            fail(f"the output is wrong on {case}: query i sees the keys j >= i, the future.",
+            fail(f"the output is wrong on {case}: query i sees the keys j >= i, the "
+                 "future.",
                  "mask the keys j > i (above the diagonal), not those below it.")
     cut = n - n % block
     if n % block and cut and same(_attention(Q, K[:, :cut], V[:, :cut], causal)):
@@ -113,16 +115,16 @@ def _call_online(fn, Q, K, V, block, causal, case):
         fail(f"online_softmax_attention returned a {type(out).__name__} on {case}; return "
              "only the output tensor.")
     large = Q.abs().max() * K.abs().max() > 100
-    nan_hint = ("exp(-inf - (-inf)) is NaN: under the causal mask a query can see no key of "
-                "a block (and none so far), so its running max is still -inf. Subtract a "
-                "safe max, e.g. m_new.masked_fill(m_new == -inf, 0).") if causal else (
+    nan_hint = ("exp(-inf - (-inf)) is NaN: under the causal mask a query can see no key "
+                "of a block (and none so far), so its running max is still -inf. Subtract "
+                "a safe max, e.g. m_new.masked_fill(m_new == -inf, 0).") if causal else (
         "exp() overflows (or every term underflows to 0) with scores this large: subtract "
         "the running maximum (starting at -inf, not 0) before exp().")
     if causal and isinstance(out, torch.Tensor) and out.shape[:2] == Q.shape[:2] and \
             torch.isnan(out[:, 0]).any() and not torch.isnan(out[:, 1:]).any() and \
             is_close(out[:, 1:], _attention(Q, K, V, True, strict=True)[:, 1:], 1e-4, 1e-3):
-        fail(f"the output is wrong on {case}: query i sees the keys before it but not key i "
-             "itself, so query 0 sees no key at all (NaN).",
+        fail(f"the output is wrong on {case}: query i sees the keys before it but not key "
+             "i itself, so query 0 sees no key at all (NaN).",
              "a query sees the keys j <= i, itself included: mask only j > i.")
     if isinstance(out, torch.Tensor) and not torch.isfinite(out).all() and \
             not torch.isnan(out).any():
@@ -132,7 +134,8 @@ def _call_online(fn, Q, K, V, block, causal, case):
     expect_tensor(out, dtype=Q.dtype, what="the output", case=case)
     for name, before, after in zip("QKV", (Q, K, V), given):
         if not torch.equal(before, after):
-            fail(f"online_softmax_attention changed its argument {name} in place on {case}.")
+            fail(f"online_softmax_attention changed its argument {name} in place on "
+                 f"{case}.")
     return out
 
 
@@ -164,7 +167,8 @@ def _online_cases():
              "(scores up to about 1e4)", qkv(2, 9, 9, 4, scale=100.0), 4, causal)]
     cases.insert(2, ("batch 2, 7 queries, 11 keys, d=4, block_size=4", qkv(2, 7, 11, 4), 4,
                      False))
-    cases.insert(3, ("batch 1, 6 queries, 6 keys, d=4, block_size=2, every score near -5000",
+    cases.insert(3, ("batch 1, 6 queries, 6 keys, d=4, block_size=2, every score near "
+                     "-5000",
                      very_negative, 2, False))
     return cases
 
@@ -191,10 +195,11 @@ def check_online_softmax_attention(fn):
         with forbidden(SDPA, SDPA_WHY):
             expect_gradients(lambda q, k, v: fn(q, k, v, 3, causal=causal),
                              lambda q, k, v: _attention(q, k, v, causal),
-                             [("Q", Q), ("K", K), ("V", V)], name="online_softmax_attention",
+                             [("Q", Q), ("K", K), ("V", V)],
+                             name="online_softmax_attention",
                              case=f"batch 2, 7 queries and keys, d=4, block_size=3, "
                                   f"causal={causal} (gradients)",
-                             nan_hint="a NaN hidden in the forward pass (exp(-inf - (-inf)) "
+                             nan_hint="a NaN hidden in the forward pass (exp(-inf + inf) "
                                       "replaced afterwards) still flows through the "
                                       "backward: subtract a safe max instead.")
     n, block = 1024, 64
@@ -262,7 +267,8 @@ def _diagnose_heads(out, Q, K, V, case):
                 "gives (repeat or expand-and-reshape in the other order gives i % "
                 "num_kv_heads).")
         if reads == [0] * h:
-            hint = "every query head reads key-value head 0: use all of them, group by group."
+            hint = ("every query head reads key-value head 0: use all of them, group by "
+                    "group.")
         fail(f"on {case}, query head {i} reads key-value head {reads[i]}; expected head "
              f"{i // group} (heads {i // group * group}..{i // group * group + group - 1} "
              f"share it). Heads read: {reads}.", hint)
@@ -299,7 +305,8 @@ def check_grouped_query_attention(fn):
                 and K.shape[1] != Q.shape[1]:
             fail(f"the output has {out.shape[1]} heads on {case}, as many as the key-value "
                  f"heads; expected one per query head, {Q.shape[1]}.",
-                 "repeat each key-value head for its group of query heads before attending.")
+                 "repeat each key-value head for its group of query heads before "
+                 "attending.")
         expect_tensor(out, Q.shape, Q.dtype, what="the output", case=case)
         for name, before, after in zip("QKV", (Q, K, V), given):
             if not torch.equal(before, after):
@@ -316,5 +323,5 @@ def check_grouped_query_attention(fn):
     with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
         expect_gradients(fn, _gqa, [("Q", Q), ("K", K), ("V", V)],
                          name="grouped_query_attention",
-                         case="batch 2, 4 query heads, 2 key-value heads, 3 queries, 5 keys "
-                              "(gradients)")
+                         case="batch 2, 4 query heads, 2 key-value heads, 3 queries, 5 "
+                              "keys (gradients)")
