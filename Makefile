@@ -54,15 +54,19 @@ browser: env browser-deps build-check
 	BOOK_HTML=_build/html $(OFFLINE) $(BIN)/python -m pytest tests/browser -q -s -p no:cacheprovider -rs --durations=3
 
 ## make lab-test: the notebooks as a learner meets them, in JupyterLab with a live kernel, driven in
-## headless Chromium with no network (tests/browser/test_lab_live.py): chapter 1 (opens unmodified,
-## widget previews say they are static, Run All without error, every widget live, a control moved
-## and its figure redrawn) and exercises 1 (the stub's check fails with the checker's sentence, the
-## pasted solution passes). About 2 minutes on a quiet 2-core machine. Screenshots: _build/lab-screenshots.
+## headless Chromium with no network (tests/browser/test_lab_live.py). Chapter 1: it opens unmodified
+## and JupyterLab's save writes back the same bytes; the widget preview says it is static; Run All
+## ends with no error and nothing on stderr; the widget is live controls; a control moved redraws
+## its output. The learner copy of exercises A1: the stub's check fails with the checker's one-line
+## message, the solution pasted into the stub passes ("<name>: all checks passed."); its link opens
+## chapter A1, whose MyST renders. About 100 s of CPU (JupyterLab, kernels, Chromium), some 2
+## minutes on a quiet 2-core machine. Screenshots: _build/lab-screenshots.
 lab-test: env browser-deps
 	LAB_TEST=fast $(OFFLINE) $(BIN)/python -m pytest tests/browser/test_lab_live.py -q -s -p no:cacheprovider -rs
 
-## make lab-test-full: the same for every chapter and every learner copy (nightly: it runs all the
-## chapters once more, about as long as the nbval stage).
+## make lab-test-full: the same for every chapter with a widget and every learner copy (nightly: it
+## runs every chapter once more, longer than the nbval stage). One or a few notebooks:
+## make lab-test-full LAB_NOTEBOOKS="chapters/05_multihead_attention.ipynb exercises/05_multihead_attention.ipynb"
 lab-test-full: env browser-deps
 	LAB_TEST=full $(OFFLINE) $(BIN)/python -m pytest tests/browser/test_lab_live.py -q -s -p no:cacheprovider -rs
 

@@ -39,6 +39,11 @@ ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # (TraitError in the server log). JupyterLab polls that list, asks again and carries on; a
 # learner sees nothing. Tolerated only when the server log shows that very error.
 KERNEL_LIST_RACE = "'last_activity' trait of a ServerKernelManager instance expected a datetime"
+# JupyterLab 4.5's cell toolbar checks, on a timer, whether the active cell's toolbar overlaps
+# its text; when Run All has moved on and the cell was re-rendered in between, the check reads
+# a node that is gone (uncaught TypeError in _cellToolbarOverlapsContents). Nothing changes on
+# screen. Seen once in 18 notebooks (chapter 7's Run All); tolerated by that name only.
+CELL_TOOLBAR_RACE = "_cellToolbarOverlapsContents"
 
 
 def installed_lab_extensions():
@@ -122,6 +127,27 @@ class LabServer:
         self.server_seconds = time.time() - self.started
         return self
 
+    def cpu_seconds(self):
+        """CPU seconds (user + system) of the server and of its kernels: the living ones from
+        /proc (psutil), the ended ones from the server's children times (it reaps them)."""
+        try:
+            import psutil
+        except ImportError:  # ipykernel depends on psutil; without it, no CPU figures
+            return float("nan")
+        try:
+            server = psutil.Process(self.proc.pid)
+            times = server.cpu_times()
+            total = times.user + times.system + times.children_user + times.children_system
+            for child in server.children(recursive=True):
+                try:
+                    t = child.cpu_times()
+                    total += t.user + t.system
+                except psutil.Error:
+                    continue
+            return total
+        except psutil.Error:
+            return float("nan")
+
     def __exit__(self, *exc):
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
@@ -160,6 +186,17 @@ CELLS = """(path) => { const p = window.__panel(path);
              /\\*/.test((c.promptNode || {textContent: ''}).textContent)),
     outputs: c.model.type === 'code' ? window.__outputs(c) : []})); }"""
 
+# The same, light enough to poll every half second: no source, no outputs (a chapter's figures
+# are megabytes of base64), only whether a cell shows an error.
+PROGRESS = """(path) => { const p = window.__panel(path);
+  return p.content.widgets.map((c, i) => { if (c.model.type !== 'code') return null;
+    const outputs = c.model.outputs; let error = false;
+    for (let j = 0; outputs && j < outputs.length; j++) if (outputs.get(j).type === 'error') error = true;
+    return {index: i, blank: !c.model.sharedModel.getSource().trim(), count: c.model.executionCount,
+      tags: (c.model.getMetadata && c.model.getMetadata('tags')) || [], error,
+      running: c.model.executionState === 'running' ||
+               /\\*/.test((c.promptNode || {textContent: ''}).textContent)}; }).filter(c => c); }"""
+
 
 class LabPage:
     """One Chromium page on the server; console errors and off-machine requests are collected."""
@@ -168,7 +205,7 @@ class LabPage:
         self.server, self.shots = server, shots
         self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
         self.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
-        self.remote, self.console = [], []
+        self.remote, self.console, self.tolerated = [], [], []
         self.context.route(re.compile(r"^(?!(?:http://127\.0\.0\.1:|ws://127\.0\.0\.1:|data:|blob:|about:))"),
                            lambda route: (self.remote.append(route.request.url), route.abort()))
         self.context.add_init_script(HELPERS)
@@ -179,13 +216,21 @@ class LabPage:
         self.page.on("response", lambda r: self.console.append(f"HTTP {r.status}: {r.request.method} {r.url}")
                      if r.status >= 400 else None)
 
+    def mark(self):
+        """Start a new test: problems() reports only what the console says from now on."""
+        self._since = len(self.console)
+
     def problems(self):
-        """Console errors, uncaught exceptions and failed requests so far (see KERNEL_LIST_RACE)."""
+        """Console errors, uncaught exceptions and failed requests since mark(), less the two
+        known races above (KERNEL_LIST_RACE, CELL_TOOLBAR_RACE), which are kept in self.tolerated."""
         race = KERNEL_LIST_RACE in self.server.log.read_text(errors="replace")
         kept = []
-        for entry in self.console:
-            if race and (re.match(r"HTTP 500: GET \S+/api/kernels\?", entry) or entry.startswith(
-                    "error: Failed to load resource: the server responded with a status of 500")):
+        for entry in self.console[getattr(self, "_since", 0):]:
+            if (race and (re.match(r"HTTP 500: GET \S+/api/kernels\?", entry) or entry.startswith(
+                    "error: Failed to load resource: the server responded with a status of 500"))
+                    or (entry.startswith("uncaught:") and CELL_TOOLBAR_RACE in entry)):
+                if entry not in self.tolerated:
+                    self.tolerated.append(entry)
                 continue
             kept.append(entry)
         return kept
@@ -193,7 +238,7 @@ class LabPage:
     def start(self, path=""):
         """Load JupyterLab (once): the first load includes building the page's JavaScript."""
         self.page.goto(self.server.lab_url(path))
-        self.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=120_000)
+        self.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=120_000, polling=250)
         self.page.wait_for_selector(".jp-FileBrowser", timeout=120_000)
 
     def text(self):
@@ -234,16 +279,14 @@ class LabPage:
         started = time.time()
         quiet = 0
         while True:
-            cells = self.cells(path)
-            code = [c for c in cells if c["type"] == "code" and c["source"].strip()
-                    and (indices is None or c["index"] in indices)]
-            errored = any(o["output_type"] == "error" and "raises-exception" not in c["tags"]
-                          for c in code for o in c["outputs"])
+            code = [c for c in self.page.evaluate(PROGRESS, path)
+                    if not c["blank"] and (indices is None or c["index"] in indices)]
+            errored = any(c["error"] and "raises-exception" not in c["tags"] for c in code)
             done = all(c["count"] is not None and not c["running"] for c in code)
             idle = self.page.evaluate(KERNEL_IDLE, path)
             quiet = quiet + 1 if idle and (done or errored) else 0
             if quiet >= 3:
-                return cells, time.time() - started
+                return self.cells(path), time.time() - started
             if time.time() - started > timeout:
                 pending = [c["index"] for c in code if c["count"] is None or c["running"]]
                 raise TimeoutError(f"{path}: cells {pending} still not run after {timeout} s")
@@ -253,7 +296,8 @@ class LabPage:
         """Wait until JupyterLab has attached every cell (it renders them on idle time after
         opening; closing a notebook before that ends logs errors from JupyterLab and jupyterlab-myst)."""
         self.page.wait_for_function("""(path) => { const p = window.__panel(path);
-            return !p || p.content.widgets.every(c => c.isAttached); }""", arg=path, timeout=timeout * 1000)
+            return !p || p.content.widgets.every(c => c.isAttached); }""",
+            arg=path, timeout=timeout * 1000, polling=250)
         self.page.wait_for_timeout(1000)
 
     def close(self, path):
@@ -267,11 +311,30 @@ class LabPage:
         self.page.evaluate("async (path) => { await window.__panel(path).context.save(); return null; }", path)
 
     def screenshot(self, locator, name):
+        """A PNG of what `locator` shows, under self.shots. JupyterLab paints only the cells in
+        view (content-visibility), so the node is scrolled into view and given time to paint; a
+        node taller than the window is cut at the window's height (a learner sees no more)."""
         self.shots.mkdir(parents=True, exist_ok=True)
         target = self.shots / f"{name}.png"
         locator.scroll_into_view_if_needed()
-        locator.screenshot(path=str(target))
+        self.page.wait_for_timeout(500)
+        box = locator.bounding_box()
+        viewport = self.page.viewport_size
+        if box and box["height"] > viewport["height"] - 40:
+            locator.evaluate("n => n.scrollIntoView({block: 'start'})")
+            self.page.wait_for_timeout(500)
+            box = locator.bounding_box()
+            top = max(box["y"], 0)
+            self.page.screenshot(path=str(target), clip={
+                "x": box["x"], "y": top, "width": box["width"], "height": viewport["height"] - top})
+        else:
+            locator.screenshot(path=str(target))
         return target
+
+    def cpu_seconds(self):
+        """CPU seconds (user + system) used so far by the JupyterLab server and its kernels,
+        living and ended (kernels are counted once they have been shut down and reaped)."""
+        return self.server.cpu_seconds()
 
 
 def error_text(outputs):

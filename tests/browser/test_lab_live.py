@@ -4,17 +4,21 @@ Run by `make lab-test` (in `make test`: a fast subset) and `make lab-test-full` 
 which set LAB_TEST and run with no network (tests/browser/offline.sh); skipped otherwise.
 JupyterLab runs on 127.0.0.1 over a copy of the course (tests/browser/lab_session.py).
 
-Per chapter (LAB_TEST=fast: chapter 1; full: every chapter, each has widgets):
+Per chapter with a widget (LAB_TEST=fast: chapter 1; full: every one; a chapter with no
+stored widget output is reported as skipped):
   opened, it is not modified and its kernel is python3; no news prompt; before Run All each
   stored widget preview says it is a static preview; Run All ends with no error and nothing
   on stderr; every widget is then live ipywidgets controls (one per control of the widget);
   one control per widget is moved with the mouse or keyboard and the widget's output changes.
-Per learner copy (fast: exercises 1; full: every one): opened, not modified; its first
+Per learner copy (fast: exercises A1; full: every one): opened, not modified; its first
   exercise's check, run on the stub, shows the checker's sentence ("is not implemented yet")
   without a chained traceback; the solution from exercises/solutions pasted into the stub
-  cell (clipboard, Ctrl+V) makes the same check print "all checks passed".
-Also: JupyterLab's save of an unmodified notebook gives back the same bytes, and the MyST
-of the chapters renders (jupyterlab-myst). Screenshots: _build/lab-screenshots/ (LAB_SHOTS).
+  cell (clipboard, Ctrl+V) makes the same check print its one line "<name>: all checks passed."
+The tests read no output text other than the checkers' lines, so re-executed notebooks pass.
+Also: JupyterLab's save of each notebook just opened gives back the bytes of the repository; the
+first learner copy's link to its chapter opens the chapter, whose MyST renders (jupyterlab-myst).
+Screenshots: _build/lab-screenshots/ (LAB_SHOTS). Wall and CPU time (JupyterLab and kernels) are
+printed per notebook.
 """
 import os
 import re
@@ -25,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from book_pages import CHROMIUM
-from lab_session import CHROMIUM_ARGS, ROOT, LabPage, LabServer, error_text, plain_text
+from lab_session import KERNEL_IDLE, CHROMIUM_ARGS, ROOT, LabPage, LabServer, error_text, plain_text
 
 MODE = os.environ.get("LAB_TEST", "")
 pytestmark = pytest.mark.skipif(MODE not in ("fast", "full"),
@@ -37,14 +41,16 @@ if os.environ.get("LAB_NOTEBOOKS"):  # e.g. LAB_NOTEBOOKS="chapters/03_scoring_f
 elif MODE == "full":
     CHOSEN = [p.relative_to(ROOT).as_posix() for p in
               sorted(ROOT.glob("chapters/*.ipynb")) + sorted(ROOT.glob("exercises/*.ipynb"))]
-else:
-    CHOSEN = ["chapters/01_attention_cues.ipynb", "exercises/01_attention_cues.ipynb"]
+else:  # the cheapest chapter with a widget, and a learner copy whose check runs in a second
+    CHOSEN = ["chapters/01_attention_cues.ipynb", "exercises/a1_attention_cost.ipynb"]
 CHAPTERS = [p for p in CHOSEN if p.startswith("chapters/")]
 LEARNER = [p for p in CHOSEN if p.startswith("exercises/") and "/solutions/" not in p]
 SHOTS = Path(os.environ.get("LAB_SHOTS") or ROOT / "_build" / "lab-screenshots")
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 NEWS = "official Jupyter news"
 TIMES = {}
+# The one line a passing check prints (book/checks/_core.py): "<name>: all checks passed."
+PASSED = re.compile(r"^\S[^\n]*: all checks passed\.$", re.MULTILINE)
 
 
 @pytest.fixture(scope="session")
@@ -69,8 +75,18 @@ def lab(server):
         browser.close()
     SHOTS.mkdir(parents=True, exist_ok=True)
     (SHOTS / "console.txt").write_text("\n\n".join(page.console))
-    print(f"\nlive JupyterLab stage (load {os.getloadavg()[0]:.1f}): "
-          + "; ".join(f"{k} {v:.0f} s" for k, v in TIMES.items()))
+    print(f"\nlive JupyterLab stage (load {os.getloadavg()[0]:.1f}), wall: "
+          + "; ".join(f"{k} {v:.0f} s" for k, v in TIMES.items())
+          + f"; CPU of JupyterLab and its kernels {server.cpu_seconds():.0f} s")
+    if page.tolerated:
+        print("tolerated known races (lab_session.py):\n  " + "\n  ".join(t[:200] for t in page.tolerated))
+
+
+@pytest.fixture(autouse=True)
+def console_per_test(lab):
+    """Each test answers for the console messages that come while it runs."""
+    lab.mark()
+    yield
 
 
 @pytest.fixture
@@ -89,24 +105,10 @@ def test_jupyterlab_opens_without_news_prompt_or_console_errors(lab):
     assert not lab.remote, f"requests off the machine: {lab.remote}"
 
 
-def test_saving_an_unmodified_notebook_changes_no_byte(lab, server):
-    """JupyterLab's own save of a notebook just opened writes the bytes the repository holds."""
-    for path in [CHOSEN[0]] + LEARNER[:1]:
-        before = (server.root / path).read_bytes()
-        try:
-            opened_clean(lab, path)
-        except AssertionError:
-            lab.close(path)
-            raise
-        lab.save(path)
-        lab.page.wait_for_timeout(1000)
-        lab.close(path)
-        after = (server.root / path).read_bytes()
-        assert after == before, f"{path}: JupyterLab's save changed the file ({len(before)} -> {len(after)} bytes)"
-
-
 def opened_clean(lab, path):
-    """Open `path`; it must be unmodified with a python3 kernel once the kernel is idle."""
+    """Open `path`; it must be unmodified with a python3 kernel once the kernel is idle, and
+    JupyterLab's own save of it must write back the bytes the repository holds."""
+    before = (lab.server.root / path).read_bytes()
     seconds = lab.open(path)
     lab.page.wait_for_timeout(1500)  # JupyterLab writes kernelspec/language_info once the kernel answers
     state = lab.state(path)
@@ -115,6 +117,9 @@ def opened_clean(lab, path):
         "form JupyterLab writes (run tools/normalise_notebooks.py)")
     kernel = lab.page.evaluate("(p) => window.__panel(p).sessionContext.session.kernel.name", path)
     assert kernel == "python3"
+    lab.save(path)
+    after = (lab.server.root / path).read_bytes()
+    assert after == before, f"{path}: JupyterLab's save changed the file ({len(before)} -> {len(after)} bytes)"
     return seconds
 
 
@@ -171,19 +176,22 @@ def move_first_control(lab, node, kind):
 @pytest.mark.parametrize("path", CHAPTERS)
 def test_chapter_runs_all_with_live_widgets(lab, opened, path):
     report = {}
+    cpu = lab.cpu_seconds()
     opened.append(path)
     report["open"] = opened_clean(lab, path)
     assert NEWS not in lab.text()
     cells = lab.cells(path)
     stored = widget_cells(cells)
-    assert stored, f"{path} has no stored widget output"
+    if not stored:
+        pytest.skip(f"{path} has no stored widget output (no widget, or outputs not stored)")
     notes = []
     for cell in stored:  # untrusted notebook, scripts stripped: the preview must say so
         node = lab.cell(path, cell["index"])
         node.scroll_into_view_if_needed()
         note = node.locator(".book-widget-note")
         notes.append(note.count() == 1 and note.is_visible())
-    lab.screenshot(lab.cell(path, stored[0]["index"]), Path(path).stem + "-widget-preview")
+    lab.screenshot(lab.cell(path, stored[0]["index"]).locator(".jp-Cell-outputWrapper"),
+                   Path(path).stem + "-widget-preview")
     # Asserted at the end, so that one run reports everything else about the chapter too.
     stale = [c["index"] for c, ok in zip(stored, notes) if not ok]
     lab.select(path, 0)
@@ -206,7 +214,7 @@ def test_chapter_runs_all_with_live_widgets(lab, opened, path):
         node = lab.cell(path, cell["index"])
         node.scroll_into_view_if_needed()
         lab.page.wait_for_function("(n) => !!n.querySelector('.widget-output')", arg=node.element_handle(),
-                                   timeout=30_000)
+                                   timeout=30_000, polling=250)
         view = node.evaluate(WIDGET_VIEW)
         assert view["live"] and not view["error"] and not view["preview"], (
             f"{path}, cell {cell['index']}: the widget is not shown as live controls: {view}")
@@ -218,14 +226,15 @@ def test_chapter_runs_all_with_live_widgets(lab, opened, path):
         lab.page.wait_for_function(
             "([n, before]) => { const o = n.querySelector('.widget-output'); return o && o.innerHTML !== before"
             " && o.querySelector('img, pre, .jp-OutputArea-output'); }",
-            arg=[node.element_handle(), before], timeout=60_000)
+            arg=[node.element_handle(), before], timeout=60_000, polling=250)
         lab.wait_until_done(path)
         moved.append(f"cell {cell['index']}: {action}, output changed in {time.time() - started:.1f} s")
-    lab.screenshot(lab.cell(path, live[0]["index"]), Path(path).stem + "-widget-live")
+    lab.screenshot(lab.cell(path, live[0]["index"]).locator(".jp-Cell-outputWrapper"),
+                   Path(path).stem + "-widget-live")
     TIMES[path] = sum(report.values())
-    print(f"\n{path}: opened unmodified in {report['open']:.0f} s; {len(stored) - len(stale)} of {len(stored)} "
-          f"previews say 'Static preview'; Run All {report['run all']:.0f} s, no error or stderr; "
-          + "; ".join(moved))
+    print(f"\n{path}: opened unmodified, saved unchanged in {report['open']:.0f} s; {len(stored) - len(stale)} of "
+          f"{len(stored)} previews say 'Static preview'; Run All {report['run all']:.0f} s, no error or stderr; "
+          + "; ".join(moved) + f"; CPU of the kernel and server so far {lab.cpu_seconds() - cpu:.0f} s")
     assert not lab.problems(), lab.problems()
     assert not lab.remote, lab.remote
     assert not stale, (f"{path}: stored widget previews (cells {stale}) without a visible 'Static preview' "
@@ -270,14 +279,14 @@ def run_cell(lab, path, index):
     lab.command("notebook:run-cell")
     lab.page.wait_for_function(
         "([p, i]) => { const c = window.__panel(p).content.widgets[i]; return c.model.executionCount !== null"
-        " && c.model.executionState !== 'running'; }", arg=[path, index], timeout=300_000)
+        " && c.model.executionState !== 'running'; }", arg=[path, index], timeout=300_000, polling=250)
     cells, _ = lab.wait_until_done(path, indices={index})
     return cells[index]
 
 
 @pytest.mark.parametrize("path", LEARNER)
 def test_learner_copy_check_fails_short_then_passes(lab, opened, path):
-    started = time.time()
+    started, cpu = time.time(), lab.cpu_seconds()
     opened.append(path)
     opened_clean(lab, path)
     cells = lab.cells(path)
@@ -285,6 +294,9 @@ def test_learner_copy_check_fails_short_then_passes(lab, opened, path):
     lab.select(path, check["index"])
     lab.command("notebook:run-all-above")
     cells, _ = lab.wait_until_done(path, indices=set(range(check["index"])))
+    above = [c for c in cells[:check["index"]] if c["type"] == "code" and error_text(c["outputs"])
+             and c["index"] != stub["index"]]
+    assert not above, f"{path}: cells before the check fail: {[c['index'] for c in above]}"
     failed = run_cell(lab, path, check["index"])
     message = error_text(failed["outputs"])
     shot_fail = lab.screenshot(lab.cell(path, check["index"]), Path(path).stem + "-check-failed")
@@ -293,26 +305,45 @@ def test_learner_copy_check_fails_short_then_passes(lab, opened, path):
     passed = run_cell(lab, path, check["index"])
     shot_pass = lab.screenshot(lab.cell(path, check["index"]), Path(path).stem + "-check-passed")
     lines = message.strip().splitlines()
-    print(f"\n{path}: check on the stub: {len(lines)} lines, ends {lines[-1][:100] if lines else ''!r}; "
-          f"pasted solution: {plain_text(passed['outputs']).strip()!r}; screenshots {shot_fail.name}, "
-          f"{shot_pass.name}")
+    printed = plain_text(passed["outputs"]).strip()
+    print(f"\n{path}: check on the stub: {len(lines)} line(s): {lines[-1][:100] if lines else ''!r}...; "
+          f"pasted solution: {printed!r}; screenshots {shot_fail.name}, {shot_pass.name}; "
+          f"{time.time() - started:.0f} s, CPU {lab.cpu_seconds() - cpu:.0f} s")
     assert "is not implemented yet" in message, f"{path}: the stub's check says:\n{message}"
-    assert "During handling of the above exception" not in message, (
-        f"{path}: the stub's check shows a chained traceback ({len(lines)} lines):\n{message}")
+    assert "During handling of the above exception" not in message and len(lines) <= 4, (
+        f"{path}: the stub's check shows a traceback ({len(lines)} lines), not the checker's short message:\n"
+        f"{message}")
+    assert not re.search(r"book[/\\]checks[/\\]|_core\.py", message), (
+        f"{path}: the stub's check shows frames of book.checks:\n{message}")
     assert not error_text(passed["outputs"]), f"{path}: the solution fails its check:\n{error_text(passed['outputs'])}"
-    assert "all checks passed" in plain_text(passed["outputs"])
+    assert PASSED.fullmatch(printed), f"{path}: the passing check prints {printed!r}, not '<name>: all checks passed.'"
     assert not lab.problems(), lab.problems()
+    assert not lab.remote, lab.remote
     TIMES[path] = time.time() - started
+    if path == LEARNER[0]:
+        follow_link_to_chapter(lab, opened, path)
 
 
-def test_myst_renders_in_jupyterlab(lab, opened):
-    """jupyterlab-myst renders the chapters' markdown: math typeset, no raw role or directive."""
-    path = CHAPTERS[0] if CHAPTERS else "chapters/01_attention_cues.ipynb"
-    opened.append(path)
-    lab.open(path)
-    node = lab.page.locator(".jp-Notebook").first
+def follow_link_to_chapter(lab, opened, path):
+    """The learner copy's link to its chapter (a {doc} role in the solution notebook, rewritten by
+    tools/make_exercises.py) opens the chapter in JupyterLab when clicked; jupyterlab-myst renders
+    the chapter's markdown: math typeset, no raw role or directive. Checked on one learner copy."""
+    chapter = "chapters/" + Path(path).name
+    lab.select(path, 0)
+    link = lab.page.locator(f".jp-MarkdownCell a[href*='{chapter}']").first
+    link.scroll_into_view_if_needed(timeout=30_000)
+    link.click()
+    opened.append(chapter)
+    lab.page.wait_for_function("(p) => !!window.__panel(p)", arg=chapter, timeout=60_000, polling=250)
+    lab.page.wait_for_function(
+        "(p) => window.jupyterapp.shell.currentWidget === window.__panel(p)", arg=chapter,
+        timeout=30_000, polling=250)
+    lab.page.wait_for_function(KERNEL_IDLE, arg=chapter, timeout=180_000, polling=250)
+    lab.wait_rendered(chapter)
     lab.page.wait_for_function("() => document.querySelectorAll('.jp-Notebook .katex, .jp-Notebook mjx-container')"
-                               ".length > 0", timeout=60_000)
-    lab.wait_rendered(path)
-    text = node.inner_text()
-    assert "{doc}`" not in text and "{cite}`" not in text and "```{" not in text
+                               ".length > 0", timeout=60_000, polling=250)
+    text = lab.page.evaluate("(p) => window.__panel(p).node.innerText", chapter)
+    raw = re.findall(r"\{(?:doc|cite|ref|numref|eq)\}`[^`]*`|```\{\w", text)
+    print(f"{path}: its link opened {chapter}; MyST rendered, no raw role or directive")
+    assert not raw, f"{chapter}: MyST shown raw in JupyterLab: {raw[:5]}"
+    assert not lab.problems(), lab.problems()
