@@ -420,9 +420,9 @@ def train_gpt(model, data, num_steps, batch_size=32, lr=2e-3, clip=1.0, seed=0,
               eval_every=100, eval_windows=64, on_eval=None):
     """Train on random windows of the training text for `num_steps` steps with AdamW, the
     learning rate falling along a cosine to a tenth, gradients clipped to norm `clip`; no
-    warm-up (pre-LN trains without one). Returns the training loss of every step and
-    {step: validation loss on `eval_windows` windows spread over the validation text};
-    `on_eval(step)` is called after each evaluation (for samples)."""
+    warm-up (a model of two blocks trains without one: exercise 7.4). Returns the training
+    loss of every step and {step: validation loss on `eval_windows` windows spread over the
+    validation text}; `on_eval(step)` is called after each evaluation (for samples)."""
     device = next(model.parameters()).device
     block_size = model.config.block_size
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)

@@ -58,7 +58,7 @@ class TransformerEncoderBlock(nn.Module):
 def _embedding(vocab_size, num_hiddens):
     """Token embeddings with std 1/sqrt(d), so that scaling them by sqrt(d) gives std 1,
     the size of the positional encoding. (PyTorch's default std 1 would make them sqrt(d)
-    times larger than the encoding, which stalls a small Transformer: see chapter 7.)"""
+    times larger than the encoding, which slows a small Transformer down: see chapter 7.)"""
     embedding = nn.Embedding(vocab_size, num_hiddens)
     nn.init.normal_(embedding.weight, std=num_hiddens ** -0.5)
     return embedding
