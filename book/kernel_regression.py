@@ -2,8 +2,8 @@
 
 The data (y = 2 sin(x) + x^0.8 + noise), three kernels, non-parametric pooling
 `nadaraya_watson`, the parametric `NWKernelRegression` with a learnable w trained on
-leave-one-out keys, the effective number of keys of a row of weights, and the widget's
-function `fit`.
+leave-one-out keys, its loss for many w at once (`loss_curve`), the effective number of keys
+of a row of weights, and the widget's function `fit`.
 Inputs are scalars, so queries, keys and values are 1-D tensors.
 """
 import matplotlib.pyplot as plt
@@ -15,8 +15,9 @@ from torch import nn
 from .attention import entropy
 from .plot import show_heatmaps
 
-# Reds with its colour proportional to sqrt(weight): one fixed 0..1 scale on which the weights
-# of about 1/50 that 50 keys share are still visible (plain Reds leaves them near white).
+# Reds with its colour proportional to sqrt(weight): one fixed 0..1 scale on which the
+# weights of about 1/50 that 50 keys share are still visible (plain Reds leaves them near
+# white).
 SQRT_REDS = ListedColormap(plt.get_cmap("Reds")(np.sqrt(np.linspace(0, 1, 256))),
                            name="Reds_sqrt")
 
@@ -64,15 +65,16 @@ KERNELS = {"gaussian": gaussian, "boxcar": boxcar, "epanechnikov": epanechnikov}
 def nadaraya_watson(queries, keys, values, kernel=gaussian, width=1.0):
     """f(q) = sum_i K((q - k_i) / width) v_i / sum_j K((q - k_j) / width).
 
-    queries: (n_q,); keys and values: (n_k,), shared by every query, or (n_q, n_k),
-    one row per query. Returns (outputs (n_q,), weights (n_q, n_k)). A query with no
-    key inside a compact kernel's window gets all-zero weights and output 0, not NaN.
+    queries: (num_queries,); keys and values: (num_keys,), shared by every query, or
+    (num_queries, num_keys), one row per query. Returns (outputs (num_queries,), weights
+    (num_queries, num_keys)). A query with no key inside a compact kernel's window gets
+    all-zero weights and output 0, not NaN.
     """
-    diffs = queries.reshape(-1, 1) - keys                           # (n_q, n_k)
-    K = kernel(diffs / width)                                       # (n_q, n_k), >= 0
-    total = K.sum(dim=-1, keepdim=True)                             # (n_q, 1)
+    diffs = queries.reshape(-1, 1) - keys                     # (num_queries, num_keys)
+    K = kernel(diffs / width)                                 # (num_queries, num_keys)
+    total = K.sum(dim=-1, keepdim=True)                       # (num_queries, 1)
     weights = K / total.clamp_min(torch.finfo(K.dtype).tiny)  # rows sum to 1 (or 0)
-    return (weights * values).sum(dim=-1), weights                  # (n_q,), (n_q, n_k)
+    return (weights * values).sum(dim=-1), weights            # (num_queries,), weights
 
 
 # -- Parametric pooling ----------------------------------------------------------------
@@ -89,11 +91,11 @@ class NWKernelRegression(nn.Module):
         self.w = nn.Parameter(torch.tensor(float(w)))
 
     def forward(self, queries, keys, values):
-        # keys and values: (n_k,), shared by every query, or (n_q, n_k), one row each
-        diffs = queries.reshape(-1, 1) - keys                       # (n_q, n_k)
-        scores = -((diffs * self.w) ** 2) / 2                       # (n_q, n_k)
-        self.attention_weights = torch.softmax(scores, dim=-1)      # (n_q, n_k)
-        return (self.attention_weights * values).sum(dim=-1)        # (n_q,)
+        # keys and values: (num_keys,), shared by every query, or (num_queries, num_keys)
+        diffs = queries.reshape(-1, 1) - keys                   # (num_queries, num_keys)
+        scores = -((diffs * self.w) ** 2) / 2                   # (num_queries, num_keys)
+        self.attention_weights = torch.softmax(scores, dim=-1)  # (num_queries, num_keys)
+        return (self.attention_weights * values).sum(dim=-1)    # (num_queries,)
 
 
 def leave_one_out(x_train, y_train):
@@ -122,6 +124,19 @@ def train(model, x_train, y_train, num_epochs=50, lr=3.0):
     return losses
 
 
+def loss_curve(ws, queries, keys, values, targets):
+    """The mean squared error of NWKernelRegression(w) for every w in `ws` at once.
+
+    Shapes as in NWKernelRegression.forward; targets: (num_queries,). Returns (len(ws),),
+    in the dtype of the queries (pass float64 tensors to locate a minimum on a fine grid).
+    """
+    w = torch.as_tensor(ws, dtype=queries.dtype, device=queries.device).reshape(-1, 1, 1)
+    diffs = queries.reshape(-1, 1) - keys                         # (num_queries, num_keys)
+    weights = torch.softmax(-((diffs * w) ** 2) / 2, dim=-1)     # (len(ws), queries, keys)
+    predictions = (weights * values).sum(dim=-1)                 # (len(ws), num_queries)
+    return ((predictions - targets) ** 2).mean(dim=-1)           # (len(ws),)
+
+
 # -- Measuring and drawing -------------------------------------------------------------
 
 def mse(prediction, target):
@@ -135,14 +150,15 @@ def effective_keys(weights):
     k for weights spread evenly over k keys, 1 for all weight on one key; 0 for an empty
     row (a compact kernel's window with no key in it).
     """
-    squares = (weights ** 2).sum(dim=-1)                            # (n_q,)
-    return torch.where(squares > 0, 1 / squares.clamp_min(1e-30), 0.0)  # (n_q,)
+    squares = (weights ** 2).sum(dim=-1)                            # (num_queries,)
+    return torch.where(squares > 0, 1 / squares.clamp_min(1e-30), 0.0)  # (num_queries,)
 
 
 def fit(width, kernel="gaussian", data=None):
     """Non-parametric pooling of the test inputs at one kernel width (for the widget).
 
-    Returns (predictions (n_test,), weights (n_test, n_train), test loss, mean entropy).
+    Returns (predictions (num_queries,), weights (num_queries, num_keys), test loss, mean
+    entropy): the test inputs are the queries, the training inputs the keys.
     """
     x_train, y_train, x_test, y_test = make_data() if data is None else data
     y_hat, weights = nadaraya_watson(x_test, x_train, y_train, KERNELS[kernel], width)
@@ -157,8 +173,8 @@ def plot_fit(ax, data, predictions, title=""):
         ax.plot(x_test, y_hat.detach().cpu(), label=label)
     ax.plot(x_train, y_train, "o", color="C7", alpha=0.5, markersize=3,
             label="training data")
-    ax.set(xlabel="x", ylabel="y", xlim=(0, 5), ylim=(-1.5, 5), title=title)
-    ax.legend(fontsize=8, loc="lower left")
+    ax.set(xlabel="x", ylabel="y", xlim=(0, 5), ylim=(-1.5, 6), title=title)
+    ax.legend(fontsize=8, loc="upper right")  # above the data on the right: covers none
 
 
 def draw_fit(fig, width, kernel="gaussian"):
@@ -174,7 +190,8 @@ def draw_fit(fig, width, kernel="gaussian"):
     filled = weights.sum(dim=-1) > 0                     # rows with a key in the window
     keys_in_use = effective_keys(weights[filled]).mean().item()
     caption = (f"width {width:g}, {kernel} kernel: test loss {loss:.3f}; per query, about "
-               f"{keys_in_use:.1f} of the 50 keys in use, mean entropy {mean_entropy:.2f} nats")
+               f"{keys_in_use:.1f} of the 50 keys in use, "
+               f"mean entropy {mean_entropy:.2f} nats")
     if not filled.all():
         caption += (f"\n{int((~filled).sum())} test inputs have no key in their window: "
                     "weights all 0, prediction 0")

@@ -181,3 +181,22 @@ def test_the_estimate_is_pulled_into_the_data_at_the_boundary(data):
     _, weights = kr.nadaraya_watson(x_test, x_train, y_train)
     centres = weights @ x_train                       # weighted centre of the keys
     assert centres[0] > 0.5 and abs(centres[25] - 2.5) < 0.3 and centres[49] < 4.5
+
+
+def test_loss_curve_equals_the_model_at_each_w(data):
+    x_train, y_train, x_test, y_test = data
+    ws = [0.3, 1.0, 3.9, 40.0]
+    keys, values = kr.leave_one_out(x_train, y_train)
+    curve = kr.loss_curve(ws, x_train, keys, values, y_train)              # leave-one-out
+    test = kr.loss_curve(ws, x_test, x_train, y_train, y_test)             # shared keys
+    assert curve.shape == test.shape == (4,)
+    for w, loo, t in zip(ws, curve, test):
+        model = kr.NWKernelRegression(w)
+        with torch.no_grad():
+            assert math.isclose(loo.item(), kr.mse(model(x_train, keys, values), y_train),
+                                rel_tol=1e-5)
+            assert math.isclose(t.item(), kr.mse(model(x_test, x_train, y_train), y_test),
+                                rel_tol=1e-5)
+    double = kr.loss_curve(ws, *(t.double() for t in (x_test, x_train, y_train, y_test)))
+    assert double.dtype == torch.float64
+    torch.testing.assert_close(double.float(), test, rtol=1e-5, atol=1e-7)
