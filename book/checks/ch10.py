@@ -1,0 +1,312 @@
+"""Checkers for chapter 10's exercises: RoPE written with cos and sin (`apply_rope`), and
+ALiBi's bias (`alibi_bias`)."""
+import math
+
+import torch
+
+from ._core import CheckFailed, call, checker, expect_gradients, expect_tensor, fail
+
+# -- Exercise 10.1: apply_rope -------------------------------------------------------------
+
+
+def _rope(x, positions, pairing="interleaved", sign=1.0, exponent=2.0):
+    """RoPE in float64, straight from the definition; the keyword arguments make the
+    mistakes the checker recognises (another pairing, the other direction, other
+    frequencies)."""
+    hs = x.shape[-1]
+    j = torch.arange(hs // 2, dtype=torch.float64)
+    theta = 10000.0 ** (-exponent * j / hs)                             # (hs/2,)
+    angles = positions.to(torch.float64)[:, None] * theta               # (n, hs/2)
+    cos, sin = angles.cos(), sign * angles.sin()
+    x = x.to(torch.float64)
+    if pairing == "half":
+        x0, x1 = x[..., :hs // 2], x[..., hs // 2:]
+    else:
+        x0, x1 = x[..., 0::2], x[..., 1::2]
+    y0, y1 = x0 * cos - x1 * sin, x0 * sin + x1 * cos
+    if pairing == "interleaved":
+        return torch.stack([y0, y1], dim=-1).flatten(-2)
+    if pairing == "half":
+        return torch.cat([y0, y1], dim=-1)
+    return torch.cat([y0, y1], dim=-1)  # "cat": interleaved pairs, put back as two halves
+
+
+def _rope_cases():
+    """(case, x, positions, tolerance): odd shapes, offsets as in a cache, unsorted
+    positions, a long sequence, float16 at large positions, float64."""
+    g = torch.Generator().manual_seed(10)
+
+    def randn(*shape, dtype=torch.float32):
+        return torch.randn(*shape, generator=g).to(dtype)
+
+    return [
+        ("x of shape (2, 3, 10, 8) (batch, heads, n, head size) at positions 0..9",
+         randn(2, 3, 10, 8), torch.arange(10), 1e-3),
+        ("x of shape (1, 2, 5, 16) at positions 100..104 (a step after 100 cached "
+         "positions)", randn(1, 2, 5, 16), torch.arange(100, 105), 1e-3),
+        ("x of shape (3, 6, 12) at unsorted positions [7, 3, 0, 12, 5, 40]",
+         randn(3, 6, 12), torch.tensor([7, 3, 0, 12, 5, 40]), 1e-3),
+        ("x of shape (5, 64) (n = 5, no batch) at positions [1, 2, 3, 4, 5]",
+         randn(5, 64), torch.arange(1, 6), 1e-3),
+        ("x of shape (1, 1, 60, 32) at positions 0..59", randn(1, 1, 60, 32),
+         torch.arange(60), 1e-3),
+        ("x of shape (2, 4) (one position) at position [1000]", randn(2, 1, 4),
+         torch.tensor([1000]), 1e-3),
+        ("float16 x of shape (2, 2, 8, 16) at positions 2000..2007",
+         randn(2, 2, 8, 16, dtype=torch.float16), torch.arange(2000, 2008), 1e-2),
+        ("float64 x of shape (2, 6, 6) at positions [9, 8, 7, 30, 31, 2]",
+         randn(2, 6, 6, dtype=torch.float64), torch.tensor([9, 8, 7, 30, 31, 2]), 1e-6),
+    ]
+
+
+_PAIRING_HINT = (
+    "this exercise pairs features 2j and 2j + 1 (x[..., 0::2] with x[..., 1::2]), as the "
+    "RoFormer paper and chapter 6 do. Pairing feature j with j + d/2 (the first half with "
+    "the second, GPT-NeoX's and Hugging Face's `rotate_half`) is RoPE too, and the score "
+    "still depends only on i - j, but it is another function: weights trained with one "
+    "convention are wrong for the other.")
+
+
+def _diagnose_rope(out, x, positions, case):
+    """A hint for a wrong output, from what it equals instead."""
+    same = lambda y: torch.allclose(out.double(), y, atol=1e-2, rtol=1e-2)  # noqa: E731
+    n = len(positions)
+    if same(_rope(x, positions, "half")):
+        return _PAIRING_HINT
+    if same(_rope(x, positions, sign=-1.0)):
+        return ("you rotate by -angle (clockwise). The score would still depend only on "
+                "i - j, but the exercise's rotation is y[2j] = x[2j] cos - x[2j+1] sin, "
+                "y[2j+1] = x[2j] sin + x[2j+1] cos (counterclockwise, as in RoFormer).")
+    if same(_rope(x, positions, "cat")):
+        return ("the rotated values are right, but in the wrong places: y[2j] and y[2j+1] "
+                "belong at features 2j and 2j + 1 (torch.stack([y0, y1], dim=-1)"
+                ".flatten(-2)), not the first half and the second half (torch.cat).")
+    if positions[0] != 0 and same(_rope(x, torch.arange(n))):
+        return ("your output is RoPE at positions 0..n-1, not at the given positions: use "
+                "the `positions` argument. In a KV cache the new tokens are not at 0..n-1.")
+    if positions[0] != 0 and same(_rope(x, positions - positions[0])):
+        return ("you rotate by the position within x (positions - positions[0]), not by the "
+                "absolute position. With a KV cache, a new token's query would then be "
+                "rotated as if it were at position 0, and its scores with the cached keys "
+                "(rotated at their own positions) would be wrong.")
+    if same(x.double()):
+        return "your output equals x: nothing is rotated."
+    if x.dtype == torch.float16 and same(_rope(x, positions)) is False:
+        close = torch.allclose(out.double(), _rope(x, positions), atol=0.3, rtol=0.1)
+        if close or (out.double() - _rope(x, positions)).abs().max() < 3:
+            return ("in float16, an angle of 2000 radians is stored to the nearest 1 (its "
+                    "spacing): compute positions * theta in float32 or float64, take cos and "
+                    "sin there, and only then cast them to x.dtype.")
+    diff = (out.double() - _rope(x, positions)).abs()
+    pair_error = diff.reshape(-1, x.shape[-1]).amax(dim=0)              # (hs,)
+    wrong_pairs = [j for j in range(x.shape[-1] // 2)
+                   if max(pair_error[2 * j], pair_error[2 * j + 1]) > 1e-2]
+    if wrong_pairs and 0 not in wrong_pairs:
+        return (f"pair 0 (frequency 1) is right, pairs {wrong_pairs} are not: check the "
+                "frequencies, theta_j = 10000^(-2j/d) for j = 0, ..., d/2 - 1, with d the "
+                "feature size x.shape[-1].")
+    return ("y[2j] = x[2j] cos(p theta_j) - x[2j+1] sin(p theta_j), y[2j+1] = x[2j] "
+            "sin(p theta_j) + x[2j+1] cos(p theta_j), with p = positions[t] and theta_j = "
+            "10000^(-2j/d).")
+
+
+def _call_rope(fn, x, positions, case):
+    before, positions_before = x.clone(), positions.clone()
+    out = call(fn, x, positions, name="apply_rope", case=case)
+    expect_tensor(out, x.shape, x.dtype, what="apply_rope's output", case=case)
+    if not torch.equal(x, before) or not torch.equal(positions, positions_before):
+        fail(f"apply_rope changed its input in place on {case}.",
+             "build new tensors (torch.stack, torch.cat, arithmetic); do not assign into x "
+             "(x[..., 0::2] = ...) or use in-place operations such as mul_.")
+    return out
+
+
+def _check_rope_values(fn):
+    for case, x, positions, tol in _rope_cases():
+        out = _call_rope(fn, x, positions, case)
+        norms_in = x.double().norm(dim=-1)
+        norms_out = out.double().norm(dim=-1)
+        if not torch.allclose(norms_out, norms_in, atol=tol * 10, rtol=tol * 10):
+            where = tuple(int(i) for i in torch.nonzero(
+                (norms_out - norms_in).abs() == (norms_out - norms_in).abs().max())[0])
+            fail(f"apply_rope changes the length of vectors on {case}: the vector at index "
+                 f"{where} has norm {norms_in[where].item():.4g}, after RoPE "
+                 f"{norms_out[where].item():.4g}. A rotation keeps every length.",
+                 _diagnose_rope(out, x, positions, case))
+        expected = _rope(x, positions)
+        if not torch.allclose(out.double(), expected, atol=tol, rtol=tol):
+            diff = (out.double() - expected).abs()
+            where = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
+            t = where[-2] if x.dim() >= 2 else 0
+            fail(f"apply_rope is wrong on {case}: at index {where} (position "
+                 f"{int(positions[t])}, feature {where[-1]}) expected "
+                 f"{expected[where].item():.4g}, got {out.double()[where].item():.4g} "
+                 f"(largest difference {diff.max().item():.3g}).",
+                 _diagnose_rope(out, x, positions, case))
+
+
+def _check_rope_relative(fn):
+    """The score of a rotated query and key depends only on their distance."""
+    g = torch.Generator().manual_seed(11)
+    for trial in range(5):
+        q, k = torch.randn(2, 1, 16, generator=g)                       # (1, 16) each
+        i, j = (int(v) for v in torch.randint(0, 50, (2,), generator=g))
+        shift = int(torch.randint(1, 500, (1,), generator=g))
+        scores = []
+        for a, b in ((i, j), (i + shift, j + shift)):
+            case = f"a query at position {a} and a key at position {b} (16 features)"
+            q_rot = _call_rope(fn, q, torch.tensor([a]), case)
+            k_rot = _call_rope(fn, k, torch.tensor([b]), case)
+            scores.append((q_rot.double() * k_rot.double()).sum().item())
+        if not math.isclose(scores[0], scores[1], rel_tol=1e-3, abs_tol=1e-3):
+            fail(f"the score q.k of a rotated query and key changes when both move by "
+                 f"{shift} positions: {scores[0]:.4g} at positions ({i}, {j}), {scores[1]:.4g} "
+                 f"at ({i + shift}, {j + shift}). RoPE's scores depend only on the distance.",
+                 "rotate the query and the key by angles proportional to their positions, "
+                 "with the same frequencies for both: p * theta_j, theta_j = 10000^(-2j/d).")
+
+
+def _check_rope_gradient(fn):
+    g = torch.Generator().manual_seed(12)
+    x = torch.randn(2, 3, 7, 8, generator=g)
+    positions = torch.tensor([50, 51, 52, 60, 3, 4, 5])
+    expect_gradients(fn, lambda x, p: _rope(x, p), [("x", x)], extra=(positions,),
+                     name="apply_rope", case="x of shape (2, 3, 7, 8) at positions "
+                     "[50, 51, 52, 60, 3, 4, 5], backward() through a weighted sum")
+
+
+def _check_rope_odd(fn):
+    x, positions = torch.randn(2, 5, 7), torch.arange(5)
+    case = "x of shape (2, 5, 7): an odd feature size, 7"
+    hint = ("check x.shape[-1] % 2 at the start and raise ValueError with a message that "
+            "says the feature size must be even (RoPE rotates pairs of features).")
+    try:
+        out = fn(x, positions)
+    except NotImplementedError:
+        fail("apply_rope is not implemented yet: replace the `raise NotImplementedError(...)` "
+             "line with your code.")
+    except ValueError as error:
+        if not str(error).strip():
+            fail(f"apply_rope raised ValueError without a message on {case}.", hint)
+        return
+    except CheckFailed:
+        raise
+    except Exception as error:  # noqa: BLE001 - a crash inside torch is not a clear message
+        fail(f"apply_rope raised {type(error).__name__} on {case}: {error}\nA reader "
+             "cannot tell from it what is wrong with the input.", hint)
+    shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+    fail(f"apply_rope returned {shape} on {case} instead of refusing it: with an odd "
+         "number of features the last one has no partner to rotate with.", hint)
+
+
+@checker("apply_rope")
+def check_apply_rope(fn):
+    """Check `fn(x, positions)`: x (..., n, d) with d even, positions (n,) int64; RoPE with
+    pairs (2j, 2j + 1) rotated counterclockwise by positions[t] * 10000^(-2j/d), in x's
+    dtype. Also: lengths kept, scores depend only on i - j, gradients, odd d refused."""
+    _check_rope_values(fn)
+    _check_rope_relative(fn)
+    _check_rope_gradient(fn)
+    _check_rope_odd(fn)
+
+
+# -- Exercise 10.2: alibi_bias -------------------------------------------------------------
+
+
+def _slopes(num_heads):
+    """The paper's slopes (its own recursive rule)."""
+    c = 1 << (num_heads.bit_length() - 1)
+    slopes = [2 ** (-8 * k / c) for k in range(1, c + 1)]
+    return slopes + (_slopes(2 * c)[0::2][:num_heads - c] if c < num_heads else [])
+
+
+_ALIBI_CASES = [(8, 10), (4, 6), (1, 5), (2, 3), (6, 12), (12, 7), (3, 50), (5, 9),
+                (16, 300), (7, 2), (4, 1)]
+
+
+def _describe_slopes(slopes):
+    return "[" + ", ".join(f"{m:.4g}" for m in slopes) + "]"
+
+
+def _slope_hint(seen, want, h):
+    """Why the seen slopes differ from the paper's, for h heads."""
+    def close(a, b, rel=1e-3):
+        return all(math.isclose(x, y, rel_tol=rel) for x, y in zip(a, b))
+    if close(seen, [-m for m in want]):
+        return ("the bias rewards distance: it must be -m (i - j), which is <= 0 for every "
+                "earlier key j <= i, so that the further back a key, the lower its score "
+                "(did you compute j - i, or swap the query and key axes?).")
+    if close(seen, want[::-1]):
+        return "the slopes are in reverse order: head 0 gets the largest slope, 2^(-8/h)."
+    geometric = [2 ** (-8 * k / h) for k in range(1, h + 1)]
+    if h & (h - 1) and close(seen, geometric):
+        return (f"2^(-8k/h) is the rule for a power of 2 only; {h} is not one. The paper "
+                "takes the slopes of the largest power of 2 below h, c, then every other "
+                "slope for 2c (the 1st, 3rd, ...), the first h - c of them.")
+    if close(seen, want, rel=1e-2):
+        return ("the slopes are close but not exact: compute them and the bias in float32 "
+                "(or float64), not float16 or bfloat16, whose 11 (8) significant bits "
+                "round 2^(-1/2) = 0.70711 to 0.707.")
+    nxt = 1 << (h - 1).bit_length()                     # the next power of 2
+    if h & (h - 1) and close(seen, _slopes(nxt)[:h]):
+        return (f"these are the first {h} slopes for {nxt} heads. The paper takes the "
+                "slopes of the largest power of 2 below h, c, then every other one of the "
+                "slopes for 2c (the 1st, 3rd, ...), the first h - c of them.")
+    if close(seen, [2.0 ** -k for k in range(1, h + 1)]):
+        return ("1/2, 1/4, 1/8, ... are the slopes for 8 heads only: for h heads (a power "
+                "of 2) the first slope and the ratio are both 2^(-8/h).")
+    if close(seen, [2 ** (-8 * k / h) for k in range(h)]):
+        return "count k from 1: the first slope is 2^(-8/h), not 1."
+    if h & (h - 1):
+        return ("for a number of heads that is not a power of 2: the slopes of the largest "
+                "power of 2 below h, c, then the slopes for 2c at positions 0, 2, 4, ... "
+                "(every other one, starting with the first), the first h - c of them.")
+    return "for h heads (a power of 2) the slopes are 2^(-8k/h) for k = 1, ..., h."
+
+
+def _check_alibi_case(fn, h, n):
+    case = f"num_heads={h}, n={n}"
+    bias = call(fn, h, n, name="alibi_bias", case=case)
+    expect_tensor(bias, (h, n, n), what="alibi_bias's output", case=case,
+                  hint="one (n, n) matrix per head: bias[head, i, j] for query i, key j.")
+    if bias.dtype != torch.float32:
+        fail(f"alibi_bias's output has dtype {bias.dtype} on {case}; expected torch.float32, "
+             "the dtype of the scores it is added to.",
+             "make the slopes and distances float32 (torch.tensor(list_of_floats) is float32; "
+             "NumPy arrays and float64 tensors are not), and compute in float32.")
+    lower = torch.ones(n, n, dtype=torch.bool).tril()                   # j <= i
+    values = bias.double()
+    if not torch.isfinite(values[:, lower]).all():
+        fail(f"alibi_bias has -inf, inf or NaN at or below the diagonal (keys j <= i) on "
+             f"{case}.", "only entries above the diagonal may be masked.")
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    want = torch.tensor(_slopes(h), dtype=torch.float64)               # (h,)
+    expected = -want[:, None, None] * (i - j)                            # (h, n, n)
+    relative = values - values.diagonal(dim1=1, dim2=2)[:, :, None]      # minus bias[h, i, i]
+    if n >= 2:
+        seen = (-relative[:, 1, 0]).tolist()                            # the step at distance 1
+        if not all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip(seen, want.tolist())):
+            fail(f"the slopes are wrong for {case}: expected {_describe_slopes(want)}, "
+                 f"got {_describe_slopes(seen)} (read from bias[head, 1, 1] - bias[head, 1, 0]).",
+                 _slope_hint(seen, want.tolist(), h))
+    ok = torch.isclose(relative, expected, rtol=1e-5, atol=1e-5) | ~lower
+    if not ok.all():
+        head, q, k = (int(v) for v in torch.nonzero(~ok)[0])
+        hint = ("the bias is linear in the distance i - j: -m (i - j) for every key j <= i.")
+        if (relative - expected)[:, lower].abs().max() < 0.5:
+            hint = ("the values are close but not exact at long distances: compute in float32 "
+                    "(or float64), not float16 or bfloat16.")
+        fail(f"alibi_bias is wrong on {case}: head {head}, query {q}, key {k} (distance "
+             f"{q - k}) expected {expected[head, q, k].item():.5g}, got "
+             f"{relative[head, q, k].item():.5g} (measured from bias[{head}, {q}, {q}]).",
+             hint)
+
+
+@checker("alibi_bias")
+def check_alibi_bias(fn):
+    """Check `fn(num_heads, n)`: a float32 (num_heads, n, n) tensor whose entry [h, i, j],
+    for keys j <= i, is -m_h (i - j) with the ALiBi paper's slopes m_h, up to a constant per
+    row (softmax ignores it); entries above the diagonal (masked) are not checked. Head
+    counts that are powers of 2 and others, n from 1 to 300."""
+    for h, n in _ALIBI_CASES:
+        _check_alibi_case(fn, h, n)

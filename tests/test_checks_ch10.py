@@ -1,0 +1,366 @@
+"""Chapter 10's checkers pass right solutions (also unusual ones) and reject wrong ones with
+messages that name the input, the expected and the seen values, and point at the fault
+(issue 12's kinds: broken gradients, float16 and float32, only right on easy inputs such as
+positions from 0, powers of 2 or small n, not what the exercise asks, messages)."""
+import math
+
+import pytest
+import torch
+
+from book import positions
+from book.checks import ch10 as checks
+from checkers_support import accepts, rejects
+
+
+def stub(*args):
+    raise NotImplementedError("write your solution here")
+
+
+# -- Exercise 10.1: apply_rope ------------------------------------------------------------------
+
+def _even(x):
+    if x.shape[-1] % 2:
+        raise ValueError(f"the feature size must be even, got {x.shape[-1]}")
+
+
+def rope(x, positions, theta=None, sign=1.0, angle_dtype=torch.float32):
+    """The solution notebook's answer, with knobs for the wrong ones below."""
+    _even(x)
+    d = x.shape[-1]
+    if theta is None:
+        theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=angle_dtype) / d)   # (d/2,)
+    angles = positions.to(angle_dtype)[:, None] * theta.to(angle_dtype)    # (n, d/2)
+    cos, sin = angles.cos().to(x.dtype), sign * angles.sin().to(x.dtype)
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(-2)
+
+
+def rope_complex(x, positions):  # unusual: the chapter's complex multiplication
+    _even(x)
+    return positions_module().apply_rope(x, positions)
+
+
+def rope_matrices(x, positions):  # unusual: a (d, d) rotation matrix per position
+    _even(x)
+    return positions_module().apply_rope_rotation(x, positions)
+
+
+def rope_rotate_pairs(x, positions):  # unusual: x cos + rot(x) sin, cos and sin repeated
+    _even(x)
+    d = x.shape[-1]
+    theta = 1.0 / 10000 ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = (positions.double()[:, None] * theta).repeat_interleave(2, dim=-1)  # (n, d)
+    rotated = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)
+    return x * angles.cos().to(x.dtype) + rotated * angles.sin().to(x.dtype)
+
+
+def rope_float64(x, positions):  # unusual: everything in float64, cast back at the end
+    return rope(x.double(), positions, angle_dtype=torch.float64).to(x.dtype)
+
+
+def positions_module():
+    return positions
+
+
+def ignores_positions(x, positions):
+    return rope(x, torch.arange(x.shape[-2]))
+
+
+def relative_to_first(x, positions):
+    return rope(x, positions - positions[0])
+
+
+def half_pairing(x, positions):  # GPT-NeoX / Hugging Face's rotate_half convention
+    _even(x)
+    return positions_module().apply_rope(x, positions, "half")
+
+
+def clockwise(x, positions):
+    return rope(x, positions, sign=-1.0)
+
+
+def halves_layout(x, positions):  # the rotated pairs put back with torch.cat
+    _even(x)
+    y = rope(x, positions)
+    return torch.cat([y[..., 0::2], y[..., 1::2]], dim=-1)
+
+
+def exponent_j_over_d(x, positions):  # theta_j = 10000^(-j/d)
+    d = x.shape[-1]
+    return rope(x, positions, theta=10000.0 ** (-torch.arange(d // 2) / d))
+
+
+def no_minus(x, positions):  # theta_j = 10000^(2j/d)
+    d = x.shape[-1]
+    return rope(x, positions, theta=10000.0 ** (torch.arange(0, d, 2) / d))
+
+
+def one_frequency(x, positions):  # every pair rotated by the position itself
+    return rope(x, positions, theta=torch.ones(x.shape[-1] // 2))
+
+
+def uses_n_for_d(x, positions):  # the frequencies from x.shape[-2] (n), not d
+    n, d = x.shape[-2], x.shape[-1]
+    return rope(x, positions, theta=10000.0 ** (-torch.arange(0, d, 2) / n))
+
+
+def angles_in_x_dtype(x, positions):  # float16 angles: 2000 rad to the nearest 1
+    return rope(x, positions, angle_dtype=x.dtype)
+
+
+def detaches(x, positions):
+    return rope(x.detach(), positions)
+
+
+def through_numpy(x, positions):
+    return torch.from_numpy(rope(x.detach(), positions).numpy())
+
+
+def in_place(x, positions):
+    y = rope(x, positions)
+    if not x.requires_grad:
+        x.copy_(y)
+        return x
+    return y
+
+
+def float32_for_float16(x, positions):
+    return rope(x.float(), positions)
+
+
+def float64_result(x, positions):
+    return rope(x.double(), positions, angle_dtype=torch.float64)
+
+
+def scales_instead_of_rotating(x, positions):  # x cos + x sin: no mixing of the pair
+    _even(x)
+    d = x.shape[-1]
+    theta = 10000.0 ** (-torch.arange(0, d, 2) / d)
+    angles = (positions[:, None] * theta).repeat_interleave(2, dim=-1)
+    return x * angles.cos() + x * angles.sin()
+
+
+def silently_drops_a_feature(x, positions):  # odd d: rotates the first d - 1 features
+    d = x.shape[-1] - x.shape[-1] % 2
+    return torch.cat([rope(x[..., :d], positions), x[..., d:]], dim=-1)
+
+
+def crashes_on_odd(x, positions):  # odd d: a reshape error from inside torch
+    pairs = x.reshape(*x.shape[:-1], -1, 2)
+    d = x.shape[-1]
+    theta = 10000.0 ** (-torch.arange(0, d, 2) / d)
+    angles = positions[:, None] * theta
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x0, x1 = pairs[..., 0], pairs[..., 1]
+    return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(-2)
+
+
+def bare_value_error(x, positions):
+    if x.shape[-1] % 2:
+        raise ValueError()
+    return rope(x, positions)
+
+
+WRONG_ROPE = {
+    "ignores positions (0..n-1)": (ignores_positions, "positions 0..n-1"),
+    "rotates at positions - positions[0]": (relative_to_first, "KV cache"),
+    "first half with second half (rotate_half)": (half_pairing, "rotate_half"),
+    "rotates clockwise": (clockwise, "clockwise"),
+    "pairs put back as two halves": (halves_layout, "wrong places"),
+    "theta_j = 10000^(-j/d)": (exponent_j_over_d, "pair 0 (frequency 1) is right"),
+    "theta_j = 10000^(+2j/d)": (no_minus, "pair 0 (frequency 1) is right"),
+    "one frequency for every pair": (one_frequency, "pair 0 (frequency 1) is right"),
+    "frequencies from n, not d": (uses_n_for_d, "frequencies"),
+    "angles in float16": (angles_in_x_dtype, "float16"),
+    "detaches x": (detaches, "no gradient"),
+    "a NumPy round trip": (through_numpy, "no gradient"),
+    "writes into x": (in_place, "in place"),
+    "float32 for float16 input": (float32_for_float16, "dtype"),
+    "float64 for float32 input": (float64_result, "dtype"),
+    "scales instead of rotating": (scales_instead_of_rotating, "length"),
+    "odd size: drops the last feature": (silently_drops_a_feature, "instead of refusing"),
+    "odd size: torch's reshape error": (crashes_on_odd, "raise ValueError"),
+    "odd size: ValueError without a message": (bare_value_error, "without a message"),
+    "forgets to return": (lambda x, positions: None, "None"),
+    "unimplemented stub": (stub, "not implemented yet"),
+}
+
+
+@pytest.mark.parametrize("fn", [rope, rope_complex, rope_matrices, rope_rotate_pairs,
+                                rope_float64],
+                         ids=["reference", "complex", "matrices", "rotate pairs", "float64"])
+def test_check_apply_rope_accepts_right_solutions(fn):
+    accepts(checks.check_apply_rope, fn)
+
+
+@pytest.mark.parametrize("name", WRONG_ROPE)
+def test_check_apply_rope_rejects_wrong_solutions(name):
+    fn, fragment = WRONG_ROPE[name]
+    rejects(checks.check_apply_rope, fn, fragment)
+
+
+def test_rope_messages_name_the_input_the_expected_and_the_seen_values():
+    text = rejects(checks.check_apply_rope, relative_to_first, "positions 100..104",
+                   "expected", "got", "Hint:")
+    assert "(position 10" in text
+
+
+def test_rope_verdicts_are_deterministic_and_leave_the_rng_alone():
+    torch.manual_seed(123)
+    state = torch.get_rng_state()
+    first = [str(pytest.raises(AssertionError, checks.check_apply_rope, fn).value)
+             for fn in (clockwise, angles_in_x_dtype)]
+    assert torch.equal(torch.get_rng_state(), state)
+    again = [str(pytest.raises(AssertionError, checks.check_apply_rope, fn).value)
+             for fn in (clockwise, angles_in_x_dtype)]
+    assert first == again
+
+
+# -- Exercise 10.2: alibi_bias ------------------------------------------------------------------
+
+def paper_slopes(h):
+    c = 2 ** math.floor(math.log2(h))
+    base = [2 ** (-8 * k / c) for k in range(1, c + 1)]
+    return base + (paper_slopes(2 * c)[0::2][:h - c] if c < h else [])
+
+
+def bias_from(slopes, n, dtype=torch.float32):
+    m = torch.tensor(slopes, dtype=dtype)
+    i = torch.arange(n)
+    return -m[:, None, None] * (i[:, None] - i[None, :]).to(dtype)          # (h, n, n)
+
+
+def alibi(h, n):
+    """The solution notebook's answer."""
+    return bias_from(paper_slopes(h), n)
+
+
+def alibi_key_positions(h, n):  # unusual: the paper's code adds m * j, a constant per row off
+    m = torch.tensor(paper_slopes(h))
+    return (m[:, None, None] * torch.arange(n, dtype=torch.float32)).expand(h, n, n)
+
+
+def alibi_symmetric(h, n):  # unusual: -m |i - j| (the same below the diagonal)
+    i = torch.arange(n)
+    return -torch.tensor(paper_slopes(h))[:, None, None] * (i[:, None] - i).abs().float()
+
+
+def alibi_masked_above(h, n):  # unusual: -inf above the diagonal already
+    return alibi(h, n).masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+
+
+def alibi_loop(h, n):  # unusual: loops, and a float64 computation cast at the end
+    out = torch.zeros(h, n, n, dtype=torch.float64)
+    for head, m in enumerate(paper_slopes(h)):
+        for i in range(n):
+            for j in range(i + 1):
+                out[head, i, j] = -m * (i - j)
+    return out.float()
+
+
+def geometric_for_any_h(h, n):
+    return bias_from([2 ** (-8 * k / h) for k in range(1, h + 1)], n)
+
+
+def sign_flipped(h, n):
+    return -alibi(h, n)
+
+
+def transposed(h, n):
+    return alibi(h, n).transpose(1, 2)
+
+
+def reversed_slopes(h, n):
+    return bias_from(paper_slopes(h)[::-1], n)
+
+
+def halves(h, n):  # 1/2, 1/4, ...: right for 8 heads only
+    return bias_from([2.0 ** -k for k in range(1, h + 1)], n)
+
+
+def k_from_zero(h, n):
+    return bias_from([2 ** (-8 * k / h) for k in range(h)], n)
+
+
+def next_power_truncated(h, n):  # the slopes for the next power of 2, cut to h
+    c = 2 ** math.ceil(math.log2(h))
+    return bias_from(paper_slopes(c)[:h], n)
+
+
+def every_other_from_the_second(h, n):
+    c = 2 ** math.floor(math.log2(h))
+    extra = paper_slopes(2 * c)[1::2][:h - c] if c < h else []
+    return bias_from(paper_slopes(c) + extra, n)
+
+
+def extra_slopes_first(h, n):
+    c = 2 ** math.floor(math.log2(h))
+    extra = paper_slopes(2 * c)[0::2][:h - c] if c < h else []
+    return bias_from(extra + paper_slopes(c), n)
+
+
+def computed_in_float16(h, n):
+    return bias_from(paper_slopes(h), n, dtype=torch.float16).float()
+
+
+def float64_result(h, n):
+    return bias_from(paper_slopes(h), n, dtype=torch.float64)
+
+
+def squared_distance(h, n):
+    i = torch.arange(n)
+    return -torch.tensor(paper_slopes(h))[:, None, None] * ((i[:, None] - i) ** 2).float()
+
+
+def one_matrix_for_all_heads(h, n):  # forgets the head axis
+    return alibi(h, n)[0]
+
+
+def masked_by_multiplying(h, n):  # -inf * 0 = NaN wherever the mask is 0
+    above = torch.ones(n, n).triu(1)
+    return alibi(h, n) * (1 - above) + float("-inf") * above
+
+
+WRONG_ALIBI = {
+    "2^(-8k/h) for every h": (geometric_for_any_h, "power of 2 only"),
+    "rewards distance (+m (i - j))": (sign_flipped, "rewards distance"),
+    "transposed: -m (j - i)": (transposed, "rewards distance"),
+    "slopes in reverse order": (reversed_slopes, "reverse order"),
+    "1/2, 1/4, ... (right for 8 heads only)": (halves, "for 8 heads only"),
+    "k counted from 0": (k_from_zero, "count k from 1"),
+    "next power of 2, cut to h": (next_power_truncated, "every other one"),
+    "every other slope from the second": (every_other_from_the_second, "every other one"),
+    "the extra slopes first": (extra_slopes_first, "every other one"),
+    "computed in float16": (computed_in_float16, "float16"),
+    "float64 result": (float64_result, "float32"),
+    "squared distance": (squared_distance, "linear in the distance"),
+    "no head axis": (one_matrix_for_all_heads, "shape"),
+    "masks by multiplying with -inf (NaN)": (masked_by_multiplying, "NaN"),
+    "forgets to return": (lambda h, n: None, "None"),
+    "unimplemented stub": (stub, "not implemented yet"),
+}
+
+
+@pytest.mark.parametrize("fn", [alibi, alibi_key_positions, alibi_symmetric,
+                                alibi_masked_above, alibi_loop, positions.alibi_bias],
+                         ids=["reference", "m * j (the paper's code)", "-m |i - j|",
+                              "-inf above the diagonal", "loops in float64", "book"])
+def test_check_alibi_bias_accepts_right_solutions(fn):
+    accepts(checks.check_alibi_bias, fn)
+
+
+@pytest.mark.parametrize("name", WRONG_ALIBI)
+def test_check_alibi_bias_rejects_wrong_solutions(name):
+    fn, fragment = WRONG_ALIBI[name]
+    rejects(checks.check_alibi_bias, fn, fragment)
+
+
+def test_alibi_messages_name_the_input_the_expected_and_the_seen_slopes():
+    text = rejects(checks.check_alibi_bias, geometric_for_any_h, "num_heads=6, n=12",
+                   "expected [0.25, 0.0625", "got [0.3969")
+    assert "Hint:" in text
+
+
+def test_the_checkers_are_exported():
+    from book import checks as exported   # book/checks/__init__.py must import ch10
+    assert {"check_apply_rope", "check_alibi_bias"} <= set(exported.__all__)
