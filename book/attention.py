@@ -55,12 +55,14 @@ def masked_softmax(X, valid_lens):
                          f"valid_lens of shape (batch,) or (batch, queries); got X "
                          f"{tuple(X.shape)} and valid_lens {tuple(valid_lens.shape)}")
     if valid_lens.dim() == 1:                   # the same length for all queries
-        valid_lens = valid_lens[:, None]        # (batch, 1), broadcast over queries
+        valid_lens = valid_lens[:, None]        # (b, 1), broadcast over the queries
     positions = torch.arange(X.shape[-1], device=X.device)      # (num_keys,)
-    keep = positions < valid_lens[..., None]    # (batch, num_queries or 1, num_keys)
+    keep = positions < valid_lens[..., None]    # (b, m or 1, n)
     X = X.masked_fill(~keep, torch.finfo(X.dtype).min)  # finite: safe in float16 too
     weights = torch.softmax(X, dim=-1)          # a row with no valid key: uniform here
-    if not keep.any(dim=-1).all():              # only then pay a pass over every weight:
+    # Only a row with no valid key needs the pass below. The test reads a value back from
+    # the device: on a GPU it makes the CPU wait, which may cost more than the pass.
+    if not keep.any(dim=-1).all():
         weights = weights * keep                # zero out rows that had no valid key
     return weights
 
@@ -77,12 +79,12 @@ class AdditiveAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, queries, keys, values, valid_lens=None):
-        queries, keys = self.W_q(queries), self.W_k(keys)  # (batch, q, h), (batch, k, h)
-        # Every query plus every key by broadcasting: (batch, q, 1, h) + (batch, 1, k, h)
-        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))  # (batch,q,k,h)
-        scores = self.w_v(features).squeeze(-1)                          # (batch, q, k)
+        queries, keys = self.W_q(queries), self.W_k(keys)  # (b, m, d_h), (b, n, d_h)
+        # Every query plus every key by broadcasting: (b, m, 1, d_h) + (b, 1, n, d_h)
+        features = torch.tanh(queries.unsqueeze(2) + keys.unsqueeze(1))  # (b, m, n, d_h)
+        scores = self.w_v(features).squeeze(-1)                          # (b, m, n)
         self.attention_weights = masked_softmax(scores, valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)   # (batch, q, v)
+        return torch.bmm(self.dropout(self.attention_weights), values)   # (b, m, d_v)
 
 
 class DotProductAttention(nn.Module):
@@ -94,10 +96,11 @@ class DotProductAttention(nn.Module):
 
     def forward(self, queries, keys, values, valid_lens=None):
         d = queries.shape[-1]
-        # Scale the queries (q * d numbers), not the scores (q * k): same result, cheaper.
-        scores = torch.bmm(queries / math.sqrt(d), keys.transpose(1, 2))  # (batch, q, k)
-        self.attention_weights = masked_softmax(scores, valid_lens)       # (batch, q, k)
-        return torch.bmm(self.dropout(self.attention_weights), values)    # (batch, q, v)
+        # Scaling the queries (m * d numbers) equals scaling the scores (m * n) up to
+        # rounding; it is the cheaper of the two when d < n.
+        scores = torch.bmm(queries / math.sqrt(d), keys.transpose(1, 2))  # (b, m, n)
+        self.attention_weights = masked_softmax(scores, valid_lens)       # (b, m, n)
+        return torch.bmm(self.dropout(self.attention_weights), values)    # (b, m, d_v)
 
 
 def _linear(in_features, out_features, bias=False):

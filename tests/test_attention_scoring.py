@@ -174,8 +174,33 @@ def test_dot_product_variance_grows_like_d_and_the_scale_keeps_entropy():
     assert entropies[0] > entropies[1] > entropies[2] and entropies[2] < 0.2
     scaled = [scoring.softmax_saturation(d, scale=True)[1] for d in (4, 64, 1024)]
     assert max(scaled) - min(scaled) < 0.1 and min(scaled) > 2.0
-    weights, _, top, jacobian = scoring.softmax_saturation(1024, scale=False)
-    assert top > 0.9 and jacobian < 0.1 and weights.shape == (500, 16)
+    weights, _, top, grads = scoring.softmax_saturation(1024, scale=False)
+    assert top > 0.9 and weights.shape == (500, 16) and grads.shape == (500,)
+    # Without the scale most queries get almost no gradient, a few a large one
+    assert grads.median() < 0.01 < 1.0 < grads.mean() and (grads < 0.01).float().mean() > 0.5
+    _, _, _, scaled_grads = scoring.softmax_saturation(1024, scale=True)
+    assert 0.2 < scaled_grads.median() < 0.4 and (scaled_grads < 0.01).sum() == 0
+
+
+@pytest.mark.parametrize("scale", [True, False])
+def test_saturation_gradient_is_the_autograd_gradient(scale):
+    d = 16
+    weights, _, _, grads = scoring.softmax_saturation(d, scale, num_queries=5)
+    queries = scoring.random_vectors(5, d, 0).requires_grad_()
+    keys = scoring.random_vectors(16, d, 1)
+    c = 1 / math.sqrt(d) if scale else 1.0
+    for i in range(5):
+        jacobian = torch.autograd.functional.jacobian(
+            lambda q: torch.softmax(c * q @ keys.T, dim=-1), queries[i])  # (16, d)
+        torch.testing.assert_close(grads[i], jacobian.norm(), rtol=1e-4, atol=1e-6)
+
+
+def test_train_retrieval_learns_and_rejects_an_unknown_optimizer():
+    accuracy = scoring.train_retrieval(scale=True, lr=1.0, d=16, num_steps=60)
+    assert 0.8 < accuracy <= 1.0, accuracy       # chance is 1/16
+    assert scoring.train_retrieval(scale=True, lr=1.0, d=16, num_steps=0) < 0.3
+    with pytest.raises(ValueError, match="optimizer"):
+        scoring.train_retrieval(scale=True, lr=1.0, optimizer="lbfgs")
 
 
 def test_widget_functions_draw_and_report(g):
