@@ -21,3 +21,9 @@ __all__ = ["CheckFailed", "check_softmax", "check_topk_attention_pool", "check_e
            "check_chunked_attention"]
 from .ch09 import check_attention_step, check_top_p_filter  # noqa: E402
 __all__ += ["check_top_p_filter", "check_attention_step"]
+from .ch10 import check_alibi_bias, check_apply_rope  # noqa: E402
+__all__ += ["check_apply_rope", "check_alibi_bias"]
+from .ch11 import check_grouped_query_attention, check_online_softmax_attention  # noqa: E402
+__all__ += ["check_online_softmax_attention", "check_grouped_query_attention"]
+from .ch12 import check_patchify, check_unpatchify  # noqa: E402
+__all__ += ["check_patchify", "check_unpatchify"]
