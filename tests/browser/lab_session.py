@@ -331,6 +331,13 @@ class LabPage:
             locator.screenshot(path=str(target))
         return target
 
+    def window_shot(self, name):
+        """A PNG of the whole JupyterLab window as it is, under self.shots."""
+        self.shots.mkdir(parents=True, exist_ok=True)
+        target = self.shots / f"{name}.png"
+        self.page.screenshot(path=str(target))
+        return target
+
     def cpu_seconds(self):
         """CPU seconds (user + system) used so far by the JupyterLab server and its kernels,
         living and ended (kernels are counted once they have been shut down and reaped)."""
