@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-TERM = re.compile(r"\*\*([^*\n]+?) \(([\u4e00-\u9fff][^)\n]*)\)\*\*")
+TERM = re.compile(r"\*\*([^*\n]+?) \(([^)\n]*[\u4e00-\u9fff][^)\n]*)\)\*\*")  # the name holds a Chinese character
 HEADING = re.compile(r"^(#{1,3}) (.+)$", re.M)
 SLUG_CLEAN = re.compile(r"[^\w\u4e00-\u9fff\- ]")  # myst-parser's default_slugify
 
