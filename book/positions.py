@@ -232,7 +232,7 @@ def train_repeat(model, task, seed=0):
 
 # -- The widget: the score of one fixed token against itself at every pair of positions ----
 
-SCHEMES = ("none", "sinusoidal", "RoPE", "ALiBi")
+SCHEMES = ("sinusoidal", "RoPE", "ALiBi", "none")
 
 
 def score_map(scheme, head, n=24, num_hiddens=64, num_heads=4, seed=0):
