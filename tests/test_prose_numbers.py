@@ -4,7 +4,8 @@ A number in a chapter's text (a decimal such as 0.428, a percentage such as 97.5
 grouped count such as 236,367) must appear either in the stored output of a cell that nbval
 compares (`# NBVAL_CHECK_OUTPUT`), or in the source of a code cell (the bound of an assert,
 a constant the code uses; a percentage may appear as a fraction, 95% as 0.95). Numbers quoted from the literature are declared in the cell that
-quotes them with an HTML comment, invisible in the book: `<!-- cited: 3.3, 110 -->`.
+quotes them with an HTML comment, invisible in the book: `<!-- cited: 3.3, 110, 128,000 -->`
+(a comma and a space separate the numbers).
 Math ($...$), inline code, fenced code blocks and link targets are not prose and are skipped.
 """
 import re
@@ -49,7 +50,8 @@ def unbacked(path):
         if cell["cell_type"] != "markdown":
             continue
         text = source(cell)
-        cited = {n.strip() for c in CITED.findall(text) for n in c.split(",")}
+        # "3.3, 110, 128,000": a comma and a space separate numbers; a grouped count keeps its commas
+        cited = {n.strip() for c in CITED.findall(text) for n in re.split(r",\s+|,$", c.strip())}
         for number in sorted(prose_numbers(text)):
             if number in cited or any(re.search(rf"(?<![\d.]){re.escape(form)}(?![\d])", backing)
                                       for form in forms(number)):
