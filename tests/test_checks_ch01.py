@@ -109,9 +109,9 @@ WRONG_SOFTMAXES = {  # the course's table, plus kinds round 1 missed
     "temperature 2": (own_softmax(temperature=2.0), "wrong"),
     # kinds round 1 missed
     "exp of log_softmax (a built-in softmax)": (lambda s: s.log_softmax(-1).exp(),
-                                                 "calls torch.Tensor.log_softmax"),
-    "F.softmax": (lambda s: F.softmax(s, dim=-1), "calls torch.Tensor.softmax"),
-    "nn.Softmax module": (lambda s: torch.nn.Softmax(dim=-1)(s), "calls torch.Tensor.softmax"),
+                                                 "torch.Tensor.log_softmax"),
+    "F.softmax": (lambda s: F.softmax(s, dim=-1), "torch.nn.functional.softmax"),
+    "nn.Softmax module": (lambda s: torch.nn.Softmax(dim=-1)(s), "torch.nn.functional.softmax"),
     "maximum over the first axis": (max_over_wrong_axis, "wrong on"),
     "shifts the input in place and back": (shift_then_restore, "in place"),
     "rebuilt from values with torch.tensor": (rebuilt_from_values, "no gradient can flow"),
@@ -129,7 +129,7 @@ R1_EXPECTED = {
     "clamps scores at 80 instead of shifting": "clamping or subtracting a mean",
     "subtracts the row mean instead of the max": "exp() overflows",
     "hard-coded dim=1 (right for 2-D only)": "not over another axis",
-    "in-place `scores -= max` (changes the input)": "changed its input in place",
+    "in-place `scores -= max` (changes the input)": "changed its argument `scores` in place",
     "exp_ / div_ in place on the output (backward error)": "an in-place operation",
     "numpy round trip": "no gradient can flow back",
     "shift and exp under torch.no_grad()": "no gradient can flow back",
@@ -351,3 +351,35 @@ def test_numpy_inputs_are_not_needed():
         e = np.exp(x - x.max(-1, keepdims=True))
         return e / e.sum(-1, keepdims=True)
     rejects(checks.check_softmax, numpy_softmax, "got a ndarray", "NumPy")
+
+
+# -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
+
+def _round2(module, kinds):
+    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
+    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
+    from checkers_support import _module
+
+    entries = vars(_module(module))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if name[:2] in kinds and callable(entries[name])]
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch01_softmax", ("W_",)))
+def test_check_softmax_rejects_round2(fn):
+    rejects(checks.check_softmax, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch01_softmax", ("C_", "O_", "Q_")))
+def test_check_softmax_accepts_round2_right_solutions(fn):
+    accepts(checks.check_softmax, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch01_topk", ("W_",)))
+def test_check_topk_attention_pool_rejects_round2(fn):
+    rejects(checks.check_topk_attention_pool, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch01_topk", ("C_", "O_", "Q_")))
+def test_check_topk_attention_pool_accepts_round2_right_solutions(fn):
+    accepts(checks.check_topk_attention_pool, fn)

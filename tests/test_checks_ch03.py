@@ -102,13 +102,14 @@ WRONG_MASKED_SOFTMAXES = {
     "softmax over the queries axis": (fill_and_softmax(-1e9, dim=1), "wrong axis"),
     "-inf fill: NaN on a fully masked row": (fill_and_softmax(float("-inf")), "NaN"),
     "-1e9 fill: overflows in float16": (fill_and_softmax(-1e9), "does not fit in float16"),
-    "d2l's masked_softmax (uniform row, writes into X)": (d2l.masked_softmax, "changed its input"),
+    "d2l's masked_softmax (uniform row, writes into X)": (d2l.masked_softmax,
+                                                           "changed its argument `X` in place"),
     "d2l's fill on a copy: a uniform fully masked row": (
         lambda X, v: d2l.masked_softmax(X.clone().float(), v).to(X.dtype), "all-zero"),
     "zeroes weights after the softmax": (zero_after_softmax, "sum to 1"),
     "ignores valid_lens": (lambda X, v: torch.softmax(X, -1), "ignores valid_lens"),
     "ignores per-query lengths": (first_length_only, "own length"),
-    "modifies X in place": (in_place, "changed its input"),
+    "modifies X in place": (in_place, "changed its argument `X` in place"),
     "returns float32 for float16 input": (float32_result, "dtype"),
     "forgets to return": (lambda X, v: None, "None"),
     "unimplemented stub": (stub, "not implemented yet"),
@@ -117,14 +118,15 @@ WRONG_MASKED_SOFTMAXES = {
     "zeroes padding after the softmax, renormalises": (renormalised, "NaN"),
     "lengths broadcast on the wrong axis": (lens_unsqueezed_wrong, "must match the size"),
     "fill built from X.detach()": (detached_fill, "no gradient can flow back"),
-    "unsqueezes valid_lens in place": (lens_in_place, "changed valid_lens in place"),
+    "unsqueezes valid_lens in place": (lens_in_place,
+                                       "changed its argument `valid_lens` in place"),
 }
 
 R1_EXPECTED = {
     "additive -inf mask then nan_to_num": "an additive -inf mask (X + mask)",
     "additive -inf mask then where(any valid, w, 0)": "a row with no valid key",
     "-inf fill, empty rows NaN": "exp(-inf - (-inf)) = NaN",
-    "d2l's in-place -1e6 (uniform empty rows)": "changed its input X",
+    "d2l's in-place -1e6 (uniform empty rows)": "changed its argument `X` in place",
     "-1e9 fill times keep (float16 overflow)": "does not fit in float16",
     "-1e4 fill times keep": "the fill value must lie below every score",
     "additive -1e4 mask times keep": "additive -1e4 mask",
@@ -134,7 +136,7 @@ R1_EXPECTED = {
     "exp without max subtraction": "subtract each row's maximum",
     "detached result": "no gradient can flow back",
     "fill under torch.no_grad()": "no gradient can flow back",
-    "masked_fill_ in place on X": "changed its input X",
+    "masked_fill_ in place on X": "changed its argument `X` in place",
     "arange over queries, not keys": "torch.arange(X.shape[-1])",
     "tensor truthiness: [0] treated as no mask": "`if not valid_lens`",
     "numpy round trip": "no gradient can flow back",
@@ -301,3 +303,35 @@ def test_failure_messages_name_the_input_and_say_where_to_look():
     assert "<" in text
     text = rejects(checks.check_scaled_dot_product_attention, attend(scale=lambda d: 1.0))
     assert "sqrt(d)" in text and "valid_lens" in text
+
+
+# -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
+
+def _round2(module, kinds):
+    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
+    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
+    from checkers_support import _module
+
+    entries = vars(_module(module))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if name[:2] in kinds and callable(entries[name])]
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch03_masked", ("W_",)))
+def test_check_masked_softmax_rejects_round2(fn):
+    rejects(checks.check_masked_softmax, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch03_masked", ("C_", "O_", "Q_")))
+def test_check_masked_softmax_accepts_round2_right_solutions(fn):
+    accepts(checks.check_masked_softmax, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch03_sdpa", ("W_",)))
+def test_check_scaled_dot_product_attention_rejects_round2(fn):
+    rejects(checks.check_scaled_dot_product_attention, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch03_sdpa", ("C_", "O_", "Q_")))
+def test_check_scaled_dot_product_attention_accepts_round2_right_solutions(fn):
+    accepts(checks.check_scaled_dot_product_attention, fn)

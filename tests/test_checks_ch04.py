@@ -161,3 +161,25 @@ def test_the_checker_leaves_the_attention_module_working():
     with pytest.raises(AssertionError):
         checks.check_bahdanau_step(calls_the_attention_module)
     assert "passed" in checks.check_bahdanau_step(step)
+
+
+# -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
+
+def _round2(module, kinds):
+    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
+    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
+    from checkers_support import _module
+
+    entries = vars(_module(module))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if name[:2] in kinds and callable(entries[name])]
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch04_bahdanau", ("W_",)))
+def test_check_bahdanau_step_rejects_round2(fn):
+    rejects(checks.check_bahdanau_step, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch04_bahdanau", ("C_", "O_", "Q_")))
+def test_check_bahdanau_step_accepts_round2_right_solutions(fn):
+    accepts(checks.check_bahdanau_step, fn)

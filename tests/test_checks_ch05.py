@@ -167,3 +167,35 @@ def test_check_transpose_output_rejects_wrong_solutions(name):
 def test_checkers_reject_non_functions(bad):
     with pytest.raises(AssertionError, match="None|function"):
         checks.check_transpose_qkv(bad)
+
+
+# -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
+
+def _round2(module, kinds):
+    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
+    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
+    from checkers_support import _module
+
+    entries = vars(_module(module))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if name[:2] in kinds and callable(entries[name])]
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch05_qkv", ("W_",)))
+def test_check_transpose_qkv_rejects_round2(fn):
+    rejects(checks.check_transpose_qkv, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch05_qkv", ("C_", "O_", "Q_")))
+def test_check_transpose_qkv_accepts_round2_right_solutions(fn):
+    accepts(checks.check_transpose_qkv, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch05_out", ("W_",)))
+def test_check_transpose_output_rejects_round2(fn):
+    rejects(checks.check_transpose_output, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch05_out", ("C_", "O_", "Q_")))
+def test_check_transpose_output_accepts_round2_right_solutions(fn):
+    accepts(checks.check_transpose_output, fn)

@@ -249,3 +249,35 @@ def test_check_pre_norm_block_rejects_wrong_blocks(name):
     cls, message = WRONG_BLOCKS[name]
     with pytest.raises(AssertionError, match=message):
         checks.check_pre_norm_block(cls)
+
+
+# -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
+
+def _round2(module, kinds):
+    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
+    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
+    from checkers_support import _module
+
+    entries = vars(_module(module))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if name[:2] in kinds and callable(entries[name])]
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch07_mask", ("W_",)))
+def test_check_causal_mask_rejects_round2(fn):
+    rejects(checks.check_causal_mask, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch07_mask", ("C_", "O_", "Q_")))
+def test_check_causal_mask_accepts_round2_right_solutions(fn):
+    accepts(checks.check_causal_mask, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch07_prenorm", ("W_",)))
+def test_check_pre_norm_block_rejects_round2(fn):
+    rejects(checks.check_pre_norm_block, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch07_prenorm", ("C_", "O_", "Q_")))
+def test_check_pre_norm_block_accepts_round2_right_solutions(fn):
+    accepts(checks.check_pre_norm_block, fn)

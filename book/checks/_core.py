@@ -153,17 +153,21 @@ def _learner_line(error):
 _DTYPE_ERRORS = ("same dtype", "expected scalar type", "did not match", "dtype")
 
 
-def call(fn, *args, name="your function", case="", hint_on_error=None, **kwargs):
+def call(fn, *args, name="your function", case="", hint_on_error=None, inplace_hint=None,
+         **kwargs):
     """Call the learner's `fn`; turn a missing function, the stub, or a crash into a clear
     message that names the input and the learner's line. `hint_on_error(error)` may return a
-    hint for a crash."""
+    hint for a crash. Every tensor argument is copied before the call and compared after it:
+    a changed input fails the check ("changed its input in place", `inplace_hint`), so that
+    no expectation is ever computed from a mutated input."""
     __tracebackhide__ = True
     if fn is None:
         fail(f"{name} is None: pass the function itself, e.g. check(my_function), not its result.")
     if not callable(fn):
         fail(f"{name} should be a function (or class), got a {type(fn).__name__}.")
+    before = _snapshot(args, kwargs)
     try:
-        return fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
     except NotImplementedError:
         failure = (f"{name} is not implemented yet: replace the `raise NotImplementedError(...)` "
                    "line with your code.", None)
@@ -176,22 +180,96 @@ def call(fn, *args, name="your function", case="", hint_on_error=None, **kwargs)
                     "made with torch.tensor(...) or .float() are float32).")
         failure = (f"{name} raised {type(error).__name__}: {error}\n  on {case or 'the test input'}"
                    f"{_learner_line(error)}", hint)
+    else:
+        expect_unchanged(fn, before, args, kwargs, name=name, case=case, hint=inplace_hint)
+        return result
     fail(*failure)
+
+
+def _tensors(args, kwargs):
+    """(position or keyword, path, tensor) for every tensor argument, also inside lists,
+    tuples and dicts."""
+    found = []
+
+    def walk(key, path, value):
+        if isinstance(value, torch.Tensor):
+            found.append((key, path, value))
+        elif isinstance(value, (list, tuple)):
+            for i, item in enumerate(value):
+                walk(key, f"{path}[{i}]", item)
+        elif isinstance(value, dict):
+            for k, item in value.items():
+                walk(key, f"{path}[{k!r}]", item)
+    for i, value in enumerate(args):
+        walk(i, "", value)
+    for k, value in kwargs.items():
+        walk(k, "", value)
+    return found
+
+
+def _snapshot(args, kwargs):
+    """Copies of every tensor argument, taken before the learner's code runs."""
+    return [(key, path, t, t.detach().clone()) for key, path, t in _tensors(args, kwargs)]
+
+
+def _same(a, b):
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point() or a.is_complex():
+        return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+    return torch.equal(a, b)
+
+
+def _argument_name(fn, key):
+    if isinstance(key, str):
+        return key
+    try:
+        import inspect
+        names = [p.name for p in inspect.signature(fn).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    return names[key] if key < len(names) else f"number {key + 1}"
+
+
+INPLACE_ARGUMENT_HINT = (
+    "build new tensors (x = x / s, x.masked_fill(...), torch.cat(...)) instead of changing "
+    "an argument in place (x /= s, x += y, x.zero_(), masked_fill_, x[...] = ...): the "
+    "caller still needs its tensor, and a changed input makes later results wrong.")
+
+
+def expect_unchanged(fn, before, args=(), kwargs=None, *, name="your function", case="",
+                     hint=None):
+    """Fail if a tensor argument differs from its copy in `before` (from `_snapshot`): the
+    learner's code changed its input in place. Shape, dtype and values are compared."""
+    __tracebackhide__ = True
+    for key, path, tensor, copy in before:
+        if tensor.shape != copy.shape or tensor.dtype != copy.dtype or \
+                not _same(tensor.detach(), copy):
+            label = _argument_name(fn, key) + path
+            what = ""
+            if tensor.shape == copy.shape and tensor.dtype == copy.dtype:
+                where, want, got, _ = worst(tensor, copy)
+                what = f": at index {where} it held {want:.4g} before the call and {got:.4g} after"
+            fail(f"{name} changed its argument `{label}` in place on "
+                 f"{case or 'the test input'}{what}.", hint or INPLACE_ARGUMENT_HINT)
 
 
 @contextlib.contextmanager
 def forbidden(calls, why):
-    """Within the block, calling any of `calls` ((owner, attribute name) pairs) fails the check
-    with `why` (e.g. 'the exercise asks you not to use torch.softmax')."""
+    """Within the block, calling any of `calls` ((owner, attribute name) pairs, or triples
+    with the name to show) fails the check with `why` (e.g. 'the exercise asks you not to use
+    torch.softmax')."""
     saved = []
-    for owner, attribute in calls:
+    for owner, attribute, *display in calls:
         own = attribute in vars(owner)
         saved.append((owner, attribute, own, vars(owner).get(attribute)))
 
         owner_name = owner.__name__ if isinstance(owner, type(contextlib)) else \
             f"{owner.__module__}.{owner.__name__}"
 
-        def refuse(*args, _name=f"{owner_name}.{attribute}", **kwargs):
+        def refuse(*args, _name=display[0] if display else f"{owner_name}.{attribute}",
+                   **kwargs):
             __tracebackhide__ = True
             fail(f"your function calls {_name}: {why}")
         setattr(owner, attribute, refuse)

@@ -6,8 +6,12 @@ from ._core import (call, checker, expect_close, expect_gradients, expect_tensor
 
 # -- Exercise 1.1: softmax ------------------------------------------------------------------
 
-_SOFTMAXES = [(torch, "softmax"), (torch, "log_softmax"), (torch.Tensor, "softmax"),
-              (torch.Tensor, "log_softmax"), (torch.special, "softmax"),
+_SOFTMAXES = [(torch, "softmax"), (torch, "log_softmax"),
+              (torch.Tensor, "softmax", "a softmax of PyTorch (torch.Tensor.softmax, which "
+               "torch.nn.functional.softmax and nn.Softmax call)"),
+              (torch.Tensor, "log_softmax", "a log_softmax of PyTorch (torch.Tensor."
+               "log_softmax, which torch.nn.functional.log_softmax calls)"),
+              (torch.special, "softmax"),
               (torch.special, "log_softmax")]  # F.softmax and nn.Softmax go through Tensor's
 
 
@@ -50,7 +54,9 @@ def check_softmax(fn):
     for case, scores in _softmax_cases():
         before = scores.clone()
         with forbidden(_SOFTMAXES, why):
-            out = call(fn, scores, name="softmax", case=case, hint_on_error=_no_keepdim_hint)
+            out = call(fn, scores, name="softmax", case=case, hint_on_error=_no_keepdim_hint,
+                       inplace_hint="use `scores - max` (a new tensor), not `scores -= max` "
+                                    "or `.sub_()`.")
         if isinstance(out, tuple):
             fail(f"softmax returned a tuple of {len(out)} on {case}; return only the weights.")
         expect_tensor(out, scores.shape, what="softmax(scores)", case=case,
@@ -70,10 +76,19 @@ def check_softmax(fn):
         if not is_close(sums, torch.ones_like(sums), atol=tol["atol"], rtol=0):
             hint = "divide by the sum over dim=-1 (keepdim=True), not by the max and not " \
                    "over another axis."
-            if (sums == 0).any() or (sums < 0.5).any():
-                hint = ("a row came out (nearly) all zeros: exp() of every score underflowed. "
-                        "Subtract each row's own maximum (amax over dim=-1, keepdim=True), "
-                        "not one maximum for the whole tensor.")
+            if (sums == 0).any():
+                hint = ("a row came out all zeros: exp() of every score in it underflowed "
+                        "(or overflowed and was replaced). Subtract each row's own maximum "
+                        "(amax over dim=-1, keepdim=True), not one maximum for the whole "
+                        "tensor.")
+            elif out.numel() > out.shape[-1] and abs(float(sums.sum()) - 1) < 1e-3:
+                hint = ("all the rows together sum to 1: you divide by the sum of the whole "
+                        "tensor. Divide by each row's own sum, exp.sum(dim=-1, keepdim=True).")
+            elif (sums < 0.5).any():
+                hint = ("a row sums to much less than 1: either exp() underflowed for every "
+                        "score but one maximum taken over the whole tensor, or the sum runs "
+                        "over the wrong axis. Subtract each row's own maximum and divide by "
+                        "each row's own sum (dim=-1, keepdim=True).")
             fail(f"the rows of softmax(scores) must sum to 1 over the last axis on {case}; "
                  f"they sum to {[round(s, 4) for s in sums.flatten()[:4].tolist()]}.", hint)
         expected = torch.softmax(scores.double(), dim=-1)
@@ -161,6 +176,11 @@ def _topk_cases():
          "keys tie with the 2nd-best score", *tied, _dot, 2),
         ("2 queries, 4 keys, k=1, constant score (every key ties)",
          *qkv(2, 4, 3, 2), _constant, 1),
+        # A near-tie is not a tie: scores [2, 1, 0.9998, 0] keep 2 keys at k=2.
+        ("1 query, 4 keys, k=2, dot scores [2, 1, 0.9998, 0] (the 3rd key is 2e-4 below the "
+         "2nd: not a tie)", torch.tensor([[1.0, 0.0]]),
+         torch.tensor([[2.0, 0.0], [1.0, 0.0], [0.9998, 0.0], [0.0, 1.0]]),
+         torch.randn(4, 3, generator=torch.Generator().manual_seed(4)), _dot, 2),
     ]
 
 
@@ -220,6 +240,11 @@ def check_topk_attention_pool(fn):
                     "and give the others weight exactly 0 (fill their scores with -inf; a "
                     "finite fill such as -1e4 still leaves them weight when scores are "
                     "large).")
+            if bool((kept > ref_kept).any()) and bool((ref_kept == k).all()) \
+                    and "not a tie" in case:
+                hint = ("only keys whose score equals the k-th best exactly are kept: mask "
+                        "scores < topk(k).values[:, -1:] without a tolerance (a key 2e-4 "
+                        "below the k-th best is not tied with it).")
             if (ref_kept > k).any() and bool((kept <= ref_kept).all()):
                 hint = ("keys whose score equals the k-th best score are all kept (the "
                         "exercise's rule for ties): mask the scores below the k-th best "

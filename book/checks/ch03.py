@@ -102,7 +102,11 @@ def check_masked_softmax(fn):
         before = X.clone()
         lens_given = None if valid_lens is None else valid_lens.clone()
         out = call(fn, X, lens_given, name="masked_softmax", case=case,
-                   hint_on_error=_fill_overflow_hint)
+                   hint_on_error=_fill_overflow_hint,
+                   inplace_hint="build new tensors: X.masked_fill(...), not X[...] = or "
+                                "masked_fill_ (d2l's version has this bug: it writes the "
+                                "fill value into X), and valid_lens[:, None], not "
+                                "valid_lens.unsqueeze_(-1).")
         _lens_unchanged(lens_given, valid_lens, "masked_softmax", case)
         lens = _lens_2d(valid_lens, X.shape)                          # (batch, queries)
         empty = lens == 0
@@ -140,7 +144,13 @@ def check_masked_softmax(fn):
             if X.abs().max() > 1e4:
                 hint = ("the fill value must lie below every score: a fill such as -1e4 (or "
                         "an additive -1e4 mask) is not small next to scores near -2e4 or "
-                        "padded scores near 3e4. Fill with torch.finfo(X.dtype).min.")
+                        "padded scores near 3e4. Fill with torch.finfo(X.dtype).min. If you "
+                        "mask after the softmax (zero the padding and renormalise), the "
+                        "valid keys' weights have already underflowed to 0 when the padding "
+                        "dominates: mask the scores before the softmax.")
+            elif valid_lens is None:
+                hint = ("with valid_lens=None there is no mask: return the plain softmax of X "
+                        "over the last axis (the None branch must apply the softmax too).")
             else:
                 hint = ("mask the scores before the softmax; zeroing weights after it leaves "
                         "rows that sum to less than 1.")
@@ -260,7 +270,20 @@ def _attention_cases():
          *qkv(2, 3, 60, 8, 5), torch.tensor([55, 9]), 1e-5),
         ("float16 queries (2, 3, 8), keys (2, 4, 8), values (2, 4, 3), valid_lens [3, 0]",
          *qkv(2, 3, 4, 8, 3, dtype=torch.half), torch.tensor([3, 0]), 5e-3),
+        ("queries (2, 3, 4), keys (2, 5, 4) whose padded keys score about 1.8e4 (higher than "
+         "every valid key), values (2, 5, 5) (as many values as keys, value size 5), "
+         "valid_lens [3, 2]", *_padding_wins(g), torch.tensor([3, 2]), 1e-5),
     ]
+
+
+def _padding_wins(g):
+    """Queries near 3, valid keys random, padded keys (positions 2 and up) 3000: a padded
+    key scores about 1.8e4 after the scaling, so an additive -1e4 mask still lets it win."""
+    q = 3.0 + 0.1 * torch.randn(2, 3, 4, generator=g)
+    k = torch.randn(2, 5, 4, generator=g)
+    k[0, 3:] = 3000.0
+    k[1, 2:] = 3000.0
+    return q, k, torch.randn(2, 5, 5, generator=g)
 
 
 def _sdpa_mistakes(q, k, v):
@@ -333,8 +356,22 @@ def check_scaled_dot_product_attention(fn):
                                                rtol=1e-3):
             fail(f"the output is wrong on {case}: valid_lens is ignored.",
                  "mask the scores of keys at positions >= valid_len before the softmax.")
+        again = call(fn, q.clone(), k.clone(), v.clone(),
+                     None if valid_lens is None else valid_lens.clone(),
+                     name="scaled_dot_product_attention", case=case)
+        if isinstance(again, torch.Tensor) and again.shape == out.shape \
+                and not torch.equal(again, out):
+            fail(f"the output is wrong on {case}, and two calls on the same inputs give "
+                 "different outputs: your function is random.",
+                 "dropout with training=True (F.dropout's default) changes the weights at "
+                 "random: this function has no dropout; compute softmax(...) V alone.")
         hint = ("output = softmax(Q K^T / sqrt(d), masked) V, with the values (not the keys) "
                 "and torch.bmm or @ over the batch.")
+        if "padded keys score" in case:
+            hint = ("the padded keys score about 1.8e4 here, so adding -1e4 to their scores "
+                    "(or filling them with -1e4) leaves them the highest: replace their scores "
+                    "with masked_fill(~mask, torch.finfo(scores.dtype).min), as in the "
+                    "masked_softmax exercise.")
         lens = _lens_2d(valid_lens, (q.shape[0], q.shape[1], k.shape[1]))
         if ((out == 0).all(dim=-1) & (lens > 0)).any():
             hint = ("every weight of a query that has valid keys came out 0: with scores near "

@@ -16,9 +16,9 @@ class _NoShortcut(torch.nn.Module):
              "a masked softmax, and the context as weights @ enc_outputs.")
 
 
-def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed):
+def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed, attention=10):
     g = torch.Generator().manual_seed(seed)
-    vocab, embed, hiddens, attention = 13, 8, 12, 10  # attention size != hiddens on purpose
+    vocab, embed, hiddens = 13, 8, 12  # attention size 10 != hiddens on purpose
     with torch.random.fork_rng():  # seeded weights, without touching the learner's RNG
         torch.manual_seed(seed)
         decoder = Seq2SeqAttentionDecoder(vocab, embed, hiddens, num_layers=num_layers,
@@ -81,10 +81,12 @@ def check_bahdanau_step(fn):
              ("2 layers, batch 4, 7 encoder steps, valid lengths [2, 7, 5, 3]", 2, 4, 7,
               [2, 7, 5, 3]),
              ("3 layers, batch 1, 55 encoder steps, valid length [52]", 3, 1, 55, [52]),
-             ("2 layers, batch 2, 60 encoder steps, valid lengths [60, 9]", 2, 2, 60, [60, 9])]
-    for seed, (case, layers, batch, steps, lens) in enumerate(cases):
+             ("2 layers, batch 2, 60 encoder steps, valid lengths [60, 9]", 2, 2, 60, [60, 9]),
+             ("1 layer, batch 2, 4 encoder steps, valid lengths [4, 2], the default "
+              "attention_size (= num_hiddens, 12)", 1, 2, 4, [4, 2], None)]
+    for seed, (case, layers, batch, steps, lens, *attention) in enumerate(cases):
         decoder, token, state, enc_outputs, valid_lens = _decoder_and_inputs(
-            layers, batch, steps, lens, seed)
+            layers, batch, steps, lens, seed, *attention)
         with torch.no_grad():
             ref_logits, ref_state, ref_weights = _reference(decoder, token, state, enc_outputs,
                                                             valid_lens)
@@ -114,9 +116,13 @@ def check_bahdanau_step(fn):
                  "(book.attention.masked_softmax does it).")
         sums = weights.sum(dim=-1)
         if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
+            hint = "take the softmax over the last axis (the encoder steps)."
+            if (sums > 1 + 1e-5).any() and (weights.detach() == 0).any():
+                hint = ("rows that sum to more than 1, with some weights set to 0, are what "
+                        "dropout does (it zeroes weights and scales the rest by 1 / (1 - p)): "
+                        "the step's weights are the masked softmax itself, without dropout.")
             fail(f"each row of weights must sum to 1 over the encoder steps on {case}; "
-                 f"they sum to {[round(s, 3) for s in sums.tolist()]}.",
-                 "take the softmax over the last axis (the encoder steps).")
+                 f"they sum to {[round(s, 3) for s in sums.tolist()]}.", hint)
         if not torch.allclose(weights, ref_weights, atol=1e-5):
             if layers > 1 and torch.allclose(
                     weights, _weights_with(decoder, state[0], enc_outputs, valid_lens),

@@ -11,13 +11,28 @@ from ._core import CheckFailed, call, expect_tensor, fail, passed
 
 def _nucleus(logits, p):
     """The reference, straight from the definition, in float64: token j is kept when the
-    tokens more probable than j have total probability below p. Returns (kept, probs)."""
+    tokens more probable than j have total probability below p. Returns (kept, probs).
+    Sorted once per row; tied tokens share the mass above the first of them."""
     probs = torch.softmax(logits.double(), dim=-1)                       # (batch, V)
-    above = (probs[:, None, :] > probs[:, :, None]).double()             # (batch, j, i)
-    mass_above = (above * probs[:, None, :]).sum(dim=-1)                 # (batch, V)
-    kept = mass_above < p
+    kept = (_mass_above(probs) < p) & (probs > 0)   # a -inf logit is never kept
     renormalised = torch.where(kept, probs, torch.zeros_like(probs))
     return kept, renormalised / renormalised.sum(dim=-1, keepdim=True)
+
+
+def _mass_above(probs):
+    """For every token, the total probability of the tokens strictly more probable."""
+    srt, idx = probs.sort(dim=-1, descending=True)
+    exclusive = srt.cumsum(dim=-1) - srt                                  # ties: not yet
+    new_group = torch.ones_like(srt, dtype=torch.bool)
+    new_group[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    group = new_group.long().cumsum(dim=-1) - 1                           # tie group id
+    starts = torch.where(new_group, exclusive, torch.full_like(srt, math.inf))
+    first = torch.full_like(srt, math.inf).scatter_reduce(-1, group, starts, "amin")
+    mass_sorted = first.gather(-1, group)
+    return torch.empty_like(probs).scatter(-1, idx, mass_sorted)
+
+
+LN2 = math.log(2.0)
 
 
 def _logits_from(probs):
@@ -26,8 +41,9 @@ def _logits_from(probs):
 
 def _top_p_cases():
     """(case, logits, p): asymmetric, unsorted, ties, long rows, -inf entries, large
-    logits, float16. Every case keeps a margin of at least 1e-3 between p and the mass above
-    any token, so float32 and float16 rounding cannot change the verdict."""
+    logits, float16, a mass that reaches p exactly, a near-tie. Apart from the exact case
+    and the 4,096-token rows (1.1e-4), every case keeps a margin of at least 1e-3 between
+    p and the mass above any token, so float32 rounding cannot change the verdict."""
     g = torch.Generator().manual_seed(9)
     shuffled = torch.randn(4, 10, generator=g) * 2.0
     long_rows = torch.randn(3, 257, generator=g) * 3.0
@@ -50,11 +66,44 @@ def _top_p_cases():
          torch.tensor([[1000.0, 998.0, 999.5, 990.0, 1001.0]]), 0.9),
         ("float16 logits near 10000, p=0.9",
          torch.tensor([[10000.0, 9998.0, 9999.0, 9990.0, 10001.0]], dtype=torch.float16), 0.9),
+        # The mass above tokens 0 and 3 is exactly 0.75 = p (probabilities 1/2, 1/4, 1/8, 1/8
+        # are exact in float32 and float64): they are removed ("below p", not "at most p").
+        ("probabilities [1/8, 1/4, 1/2, 1/8], p=0.75 (the mass above the two 1/8 tokens is "
+         "exactly p)", torch.tensor([[-2.0, -1.0, 0.0, -2.0]]) * LN2, 0.75),
+        ("the same probabilities in float64, p=0.75",
+         torch.tensor([[0.0, -2.0, -1.0, -2.0]], dtype=torch.float64) * LN2, 0.75),
+        # A near-tie that is not a tie: 0.29995 is removed although 0.3 is kept.
+        ("probabilities [0.3, 0.4, 0.00005, 0.29995], p=0.6 (0.29995 is not tied with 0.3)",
+         _logits_from([[0.3, 0.4, 0.00005, 0.29995]]), 0.6),
+        ("p=1.0 on logits already filtered by top-k (the -inf stay -inf)",
+         torch.cat([_filtered_row(), after_top_k]), 1.0),
+        # Long float16 rows: float16 rounding in a softmax or cumsum moves the boundary by
+        # several tokens. Seed 46 leaves 1.1e-4 between p and the mass above any token, far
+        # above float32 rounding (tests/test_checks_ch09.py checks the margin). 4,096 tokens
+        # keep an O(V^2) pairwise solution within memory.
+        ("2 rows of 4,096 float16 logits (2 * randn), p=0.9", _long_float16(), 0.9),
     ]
+
+
+def _filtered_row():
+    """A row whose float32 probabilities add up to just below 1: a computation that turns
+    its -inf into finite numbers keeps them at p=1."""
+    row = torch.randn(1, 12, generator=torch.Generator().manual_seed(0)) * 2
+    return row.masked_fill(row < row.topk(5, dim=-1).values[:, -1:], float("-inf"))
+
+
+def _long_float16():
+    g = torch.Generator().manual_seed(46)
+    return (torch.randn(2, 4096, generator=g) * 2).half()
 
 
 def _ids(mask_row):
     return [int(i) for i in torch.nonzero(mask_row).flatten()]
+
+
+def _short_ids(mask_row):
+    ids = _ids(mask_row)
+    return str(ids) if len(ids) <= 20 else f"{len(ids):,} tokens ({ids[:5]}...)"
 
 
 def check_top_p_filter(fn):
@@ -67,8 +116,9 @@ def check_top_p_filter(fn):
         for row in range(len(logits) if len(logits) > 1 else 0):
             alone = _call_top_p(fn, logits[row:row + 1], p, f"{case}, row {row} alone")
             if not torch.equal(torch.isfinite(alone[0]), torch.isfinite(out[row])):
-                fail(f"on {case}, row {row} keeps tokens {_ids(torch.isfinite(out[row]))} in "
-                     f"the batch but {_ids(torch.isfinite(alone[0]))} when it is passed alone.",
+                fail(f"on {case}, row {row} keeps tokens "
+                     f"{_short_ids(torch.isfinite(out[row]))} in the batch but "
+                     f"{_short_ids(torch.isfinite(alone[0]))} when it is passed alone.",
                      "every row gets its own nucleus: softmax, sort and cumsum along the "
                      "last axis (dim=-1) of each row, never over the whole batch.")
         _compare_nucleus(out, logits, p, case)
@@ -85,8 +135,8 @@ def _call_top_p(fn, logits, p, case):
         message = str(error).split("\nHint:")[0]
         if logits.dtype == torch.float16 and "overflow" in message:
             fail(message, "a fill such as -1e9 does not exist in float16 (its largest "
-                          "magnitude is 65504): fill with float('-inf') or "
-                          "torch.finfo(logits.dtype).min.")
+                          "magnitude is 65504): fill with float('-inf'), as the exercise "
+                          "asks.")
         if _overflow_note(logits):
             fail(message, _overflow_note(logits).strip())
         raise
@@ -132,6 +182,17 @@ def _compare_nucleus(out, logits, p, case):
         if not torch.equal(yours[row], kept[row]):
             _explain_wrong_set(out[row], logits[row], kept[row], yours[row], p,
                                f"on {case}, row {row}")
+    removed = ~kept & ~torch.isneginf(out)
+    if removed.any():
+        row, j = (int(v) for v in removed.nonzero()[0])
+        was = "" if torch.isfinite(logits[row, j]) else " (it was already -inf in the input)"
+        fail(f"the right tokens are kept on {case}, but removed token {j} of row {row} has "
+             f"the logit {out[row, j].item():.4g}{was}; the exercise asks for -inf "
+             f"({int(removed.sum())} removed token(s) are not -inf).",
+             "fill the removed tokens with float('-inf') (masked_fill(remove, "
+             "float('-inf'))); a large negative number such as -1e9 or finfo.min only looks "
+             "like probability 0, and nan_to_num turns the -inf already in the logits into "
+             "a finite number.")
     tol = 2e-3 if logits.dtype == torch.float16 else 1e-5
     if not torch.allclose(probs, expected, atol=tol, rtol=0):
         diff = (probs - expected).abs()
@@ -147,17 +208,45 @@ def _explain_wrong_set(out, logits, kept, yours, p, where):
     """Fail with what the learner's kept set (one row) says about the fault."""
     want, got = _ids(kept), _ids(yours)
     missing, extra = sorted(set(want) - set(got)), sorted(set(got) - set(want))
-    where = f"{where}: expected tokens {want} kept, got {got}"
+    if len(kept) <= 20:
+        where = f"{where}: expected tokens {want} kept, got {got}"
+    else:
+        where = (f"{where} ({len(kept):,} tokens): expected {len(want):,} tokens kept, got "
+                 f"{len(got):,} ({len(extra)} kept that should be removed, e.g. {extra[:5]}; "
+                 f"{len(missing)} removed that should be kept, e.g. {missing[:5]})")
     probs = torch.softmax(logits.double(), dim=-1)
     softmax_out = torch.softmax(out.double(), dim=-1)
+    if _overflow_note(logits):
+        fail(f"{where}.", _overflow_note(logits).strip() + " Your kept set is wrong only "
+             "here, where exp() of the raw logits is inf and inf / inf is NaN.")
+    if logits.dtype == torch.float16 and len(kept) > 1000:
+        fail(f"{where}.",
+             "on long float16 rows, float16 rounding in the softmax and the running sum "
+             "moves the boundary (float16 has about 3 significant digits, and a sum near "
+             "0.9 grows in steps of 0.0005): compute the probabilities and their cumsum in "
+             "float32 or float64 (logits.float()), and return a tensor of the logits' dtype.")
     replaced = [j for j in extra if out[j] != logits[j]]
     if replaced:
         j = replaced[0]
         fail(f"{where}; token {j} should be removed, but your output gives it the logit "
              f"{out[j].item():g} (probability {softmax_out[j].item():.2g} after softmax).",
-             "a removed token needs probability exactly 0: fill with float('-inf') (or "
-             "torch.finfo(logits.dtype).min); a logit of 0, or -1e4, is not probability 0.")
+             "a removed token needs probability exactly 0: fill with float('-inf'); a "
+             "logit of 0, or -1e4, is not probability 0.")
     if extra and not missing and probs[extra].max() < probs[want].min():
+        mass = _mass_above(probs[None])[0]
+        if (mass[extra] - p).abs().max() < 1e-6:
+            fail(f"{where}: token(s) {extra} are kept although the tokens more probable than "
+                 f"them have a total probability of exactly p={p}.",
+                 "keep token j when the mass above it is below p (mass < p), not at most p "
+                 "(mass <= p): the nucleus stops at the token whose probability makes the "
+                 "running sum reach p.")
+        near = probs[want].min().item()
+        if probs[extra].max().item() > near * (1 - 1e-2):
+            fail(f"{where}: token(s) {extra} (probability {probs[extra].max().item():.6g}) "
+                 f"are kept although they are not tied with the last kept token "
+                 f"(probability {near:.6g}).",
+                 "only exact ties with the token that crosses p are kept: compare with "
+                 "probs >= threshold (or mass_above < p) without a tolerance.")
         fail(f"{where}: your nucleus is too large (it keeps {extra} after the mass of the "
              f"kept tokens has reached p={p}).",
              "stop at the token that crosses p: keep a token when the probability of the "
@@ -317,7 +406,9 @@ def _run_steps(fn, Q, K, V, case, tol):
             fail(f"attention_step should return a tuple (output, keys, values), got "
                  f"{type(result).__name__} on {where}.")
         out, keys, values = result
-        expect_tensor(out, (b, h, 1, hs), Q.dtype, what="the output", case=where)
+        expect_tensor(out, (b, h, 1, hs), Q.dtype, what="the output", case=where,
+                      nan_hint="exp() overflows for large scores: subtract each row's maximum "
+                               "before exp, or use torch.softmax, which does.")
         for name, got, full in (("keys", keys, K), ("values", values, V)):
             expect_tensor(got, (b, h, t + 1, hs), Q.dtype, what=f"the returned {name}",
                           case=where)
