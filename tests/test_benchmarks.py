@@ -20,7 +20,8 @@ from benchmarks import gpu, layers, notebooks  # noqa: E402
     ("chapters/07_transformer.ipynb", 120), ("chapters/08_bert.ipynb", 120),
     ("chapters/a1_attention_cost.ipynb", 60),
     ("exercises/solutions/07_transformer.ipynb", 120),  # a solution has its chapter's budget
-    ("chapters/09_gpt.ipynb", 120), ("chapters/10_positions.ipynb", 90),
+    ("chapters/09_gpt.ipynb", 120), ("chapters/10_relative_positions.ipynb", 90),
+    ("chapters/11_fast_attention.ipynb", 90), ("exercises/solutions/11_fast_attention.ipynb", 60),
     ("chapters/12_vision_transformer.ipynb", 90),
     ("exercises/solutions/09_gpt.ipynb", 60),  # part II's solutions: 60 s each
 ])
