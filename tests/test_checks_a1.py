@@ -112,7 +112,7 @@ WRONG = {
 }
 
 R1_EXPECTED = {
-    "no chunking": "builds (nearly) all of it",
+    "no chunking": "queries at once, while one chunk",
     "key chunks, per-chunk softmax": "the keys are cut into chunks",
     "drops a shorter last chunk": "the last, shorter chunk is missing",
     "zero-pads the rest instead of a short chunk": "the last, shorter chunk was not computed",
@@ -122,9 +122,9 @@ R1_EXPECTED = {
     "detached chunk outputs": "no gradient can flow back",
     "preallocated output filled under no_grad": "no gradient can flow back",
     "exp without max subtraction": "exp() overflows",
-    "keeps every chunk's weights": "builds (nearly) all of it",
-    "all scores first, softmax per chunk": "builds (nearly) all of it",
-    "loops over the batch, not the queries": "builds (nearly) all of it",
+    "keeps every chunk's weights": "queries at once, while one chunk",
+    "all scores first, softmax per chunk": "queries at once, while one chunk",
+    "loops over the batch, not the queries": "queries at once, while one chunk",
     "returns float64": "expected torch.float32",
     "returns (output, n_chunks)": "return only the output tensor",
     "batch 1 only (Q[0], expanded)": "every example of the batch gets the output of example 0",
@@ -165,3 +165,25 @@ def test_failure_message_names_the_case_and_the_values():
     text = rejects(checks.check_chunked_attention,
                    lambda Q, K, V, c: chunked_reference(Q, K, V, c) * 1.01, "Hint:")
     assert "on batch 2, 8 queries" in text and "expected" in text
+
+
+# -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
+
+def _round2(module, kinds):
+    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
+    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
+    from checkers_support import _module
+
+    entries = vars(_module(module))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if name[:2] in kinds and callable(entries[name])]
+
+
+@pytest.mark.parametrize("fn", _round2("round2_a1_chunked", ("W_",)))
+def test_check_chunked_attention_rejects_round2(fn):
+    rejects(checks.check_chunked_attention, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_a1_chunked", ("C_", "O_", "Q_")))
+def test_check_chunked_attention_accepts_round2_right_solutions(fn):
+    accepts(checks.check_chunked_attention, fn)

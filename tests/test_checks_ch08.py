@@ -150,9 +150,9 @@ WRONG_MASKINGS = {
     "labels on unmasked positions": (masking(label_all=True), "only the chosen 15%"),
     "label 0 instead of -100": (masking(unchosen_label=0), "-100"),
     "random token may be special": (masking(random_from=0), "special token"),
-    "always the same random token": (one_random_token, "not spread over"),
+    "always the same random token": (one_random_token, "equal the original too often"),
     "a fixed pattern": (every_seventh, "gave the same masks"),
-    "changes its input": (in_place, "changed the `tokens`"),
+    "changes its input": (in_place, "changed its argument `tokens` in place"),
     "returns only the inputs": (lambda t, v: mask_tokens(t, v)[0], "tuple"),
     "returns floats": (lambda t, v: tuple(x.float() for x in mask_tokens(t, v)), "dtype"),
     "unimplemented stub": (stub, "not implemented yet"),
@@ -162,7 +162,7 @@ WRONG_MASKINGS = {
     "[UNK] as the random token": (unk_replacement, "special token [UNK]"),
     "the unchanged 10% without labels": (mask_only_the_masked, "must still have a label"),
     "80/10/10 decision per column": (action_per_column, "[MASK] share of the chosen"),
-    "random token taken from the same row": (from_the_row, "already occur in their own row"),
+    "random token taken from the same row": (from_the_row, "taken from the batch or the row"),
     "spans of three tokens": (spans_of_three, "share of ordinary positions chosen"),
 }
 
@@ -178,11 +178,11 @@ R1_EXPECTED = {
     "random token may be special": "was replaced by the special token",
     "random token never the last id": "ids [64] appear [0] times",
     "one random token for the whole batch": "not spread over the 60 ordinary tokens",
-    "writes into tokens": "changed the `tokens` tensor",
+    "writes into tokens": "changed its argument `tokens` in place",
     "labels everywhere": "only the chosen 15% get one",
     "labels hold the new input": "the label of a chosen position is the token it had",
     "numpy arrays out": "got a ndarray",
-    "float labels": "expected torch.long",
+    "float labels": "expected int64 (torch.long)",
     "p = 0.12": "the share of ordinary positions chosen",
     "p = 0.16": "the share of ordinary positions chosen",
     "85 / 7.5 / 7.5 split": "standard errors off for [MASK]",
@@ -379,3 +379,35 @@ def test_the_slips_formula_is_the_model():
 def test_masking_failure_message_names_what_was_seen_and_expected():
     text = rejects(checks.check_mlm_masking, masking(shares=(1.0, 0.0)), "Hint:")
     assert "expected 80% [MASK]" in text and "got [MASK] 100" in text
+
+
+# -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
+
+def _round2(module, kinds):
+    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
+    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
+    from checkers_support import _module
+
+    entries = vars(_module(module))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if name[:2] in kinds and callable(entries[name])]
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch08_mlm", ("W_",)))
+def test_check_mlm_masking_rejects_round2(fn):
+    rejects(checks.check_mlm_masking, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch08_mlm", ("C_", "O_", "Q_")))
+def test_check_mlm_masking_accepts_round2_right_solutions(fn):
+    accepts(checks.check_mlm_masking, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch08_count", ("W_",)))
+def test_check_bert_param_count_rejects_round2(fn):
+    rejects(checks.check_bert_param_count, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch08_count", ("C_", "O_", "Q_")))
+def test_check_bert_param_count_accepts_round2_right_solutions(fn):
+    accepts(checks.check_bert_param_count, fn)

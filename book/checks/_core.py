@@ -223,13 +223,14 @@ def _same(a, b):
 def _argument_name(fn, key):
     if isinstance(key, str):
         return key
+    import inspect
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn  # a module: its forward
     try:
-        import inspect
-        names = [p.name for p in inspect.signature(fn).parameters.values()
+        names = [p.name for p in inspect.signature(target).parameters.values()
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         names = []
-    return names[key] if key < len(names) else f"number {key + 1}"
+    return names[key] if key < len(names) else f"number {key + 1} (counting from 1)"
 
 
 INPLACE_ARGUMENT_HINT = (

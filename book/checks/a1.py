@@ -87,10 +87,15 @@ def check_chunked_attention(fn):
               2, 60, 55, 8, 16, 1.0),
              ("batch 2, 9 queries, 7 keys, d=4, chunk_size=4, Q and K = 30 * randn (scores up "
               "to about 1000)", 2, 9, 7, 4, 4, 30.0)]
-    for case, batch, n_q, n_k, d, chunk, scale in cases:
-        Q = scale * torch.randn(batch, n_q, d, generator=g)
-        K = scale * torch.randn(batch, n_k, d, generator=g)
-        V = torch.randn(batch, n_k, 5, generator=g)
+    cases = [c + (torch.float32,) for c in cases] + [
+        ("float64 inputs: batch 2, 9 queries, 7 keys, d=4, chunk_size=4", 2, 9, 7, 4, 4, 2.0,
+         torch.float64),
+        ("float16 inputs: batch 2, 9 queries, 7 keys, d=4, chunk_size=4", 2, 9, 7, 4, 4, 1.0,
+         torch.float16)]
+    for case, batch, n_q, n_k, d, chunk, scale, dtype in cases:
+        Q = (scale * torch.randn(batch, n_q, d, generator=g)).to(dtype)
+        K = (scale * torch.randn(batch, n_k, d, generator=g)).to(dtype)
+        V = torch.randn(batch, n_k, 5, generator=g).to(dtype)
         given = [Q.clone(), K.clone(), V.clone()]
         out = call(fn, *given, chunk, name="chunked_attention", case=case,
                    hint_on_error=_chunks_hint)
@@ -131,6 +136,8 @@ def check_chunked_attention(fn):
                  "was not computed.",
                  "Q[:, i:i + chunk_size] is simply shorter at the end; compute it too.")
         tol = dict(atol=1e-3 if scale > 10 else 1e-5, rtol=1e-4)
+        if dtype == torch.float16:
+            tol = dict(atol=5e-3, rtol=5e-3)
         ref = _attention(Q, K, V)
         if not is_close(out, ref, **tol):
             _diagnose(out, ref, Q, K, V, chunk, case, tol)
@@ -144,9 +151,14 @@ def check_chunked_attention(fn):
     X = torch.randn(1, n, 16, generator=g)
     full = n * n * 4  # bytes of one float32 (n, n) score matrix
     peak = peak_memory(lambda: _spied(fn, X, chunk))
+    budget = chunk * n * 4  # bytes of one chunk's float32 (chunk_size, n) scores
     if peak > full / 2:
+        rows = peak / (n * 4)
         fail(f"on batch 1, {n} queries and keys, chunk_size={chunk}, the peak memory was "
-             f"{peak / 2**20:.1f} MiB, while the whole {n} x {n} score matrix takes "
-             f"{full / 2**20:.0f} MiB: your function builds (nearly) all of it.",
-             "compute the scores of one chunk only, Q[:, i:i + chunk_size] @ K^T, inside the "
-             "loop, and keep only that chunk's (chunk_size, value_dim) result.")
+             f"{peak / 2**20:.2f} MiB: as much as the scores of about {rows:.0f} queries at "
+             f"once, while one chunk's scores take chunk_size x n x 4 bytes = "
+             f"{budget / 2**20:.2f} MiB (and the whole {n} x {n} score matrix "
+             f"{full / 2**20:.0f} MiB).",
+             "use the chunk_size argument for the chunks (not a fixed size), compute the "
+             "scores of one chunk only, Q[:, i:i + chunk_size] @ K^T, inside the loop, and "
+             "keep only that chunk's (chunk_size, value_dim) result.")

@@ -238,6 +238,14 @@ def _attend(queries, keys, values, valid_lens, scale=None, dim=-1, offset=0,
     return (weights / after) @ values
 
 
+def _additive_mask(q, k, v, valid_lens):
+    """softmax(scores - 1e4 outside the mask) V, in float64: the additive -1e4 mistake."""
+    scores = q.double() @ k.double().transpose(1, 2) / math.sqrt(q.shape[-1])
+    lens = _lens_2d(valid_lens, scores.shape)
+    keep = torch.arange(scores.shape[-1]) < lens[..., None]
+    return torch.softmax(scores - 1e4 * (~keep), dim=-1) @ v.double()
+
+
 def _attention_cases():
     g = torch.Generator().manual_seed(4)
 
@@ -352,6 +360,20 @@ def check_scaled_dot_product_attention(fn):
         for kwargs, why in _sdpa_mistakes(q, k, v):
             if is_close(out, _attend(q, k, v, valid_lens, **kwargs), atol=atol, rtol=1e-3):
                 fail(f"the output is wrong on {case}: {why}")
+        if v.shape[1] == v.shape[2] and is_close(out, _attend(q, k, v.transpose(1, 2),
+                                                              valid_lens), atol=atol, rtol=1e-3):
+            fail(f"the output is wrong on {case}: it is weights @ values.transpose(1, 2), "
+                 "which has the right shape only because there are as many values as the "
+                 "value size.", "output = weights @ values, with values (batch, n, d_v) as "
+                                "they are.")
+        if "padded keys score" in case and is_close(out, _additive_mask(q, k, v, valid_lens),
+                                                    atol=atol, rtol=1e-3):
+            fail(f"the output is wrong on {case}: it is what an additive -1e4 mask gives, "
+                 "where the padded keys still win.",
+                 "the padded keys score about 1.8e4 here, so adding -1e4 to their scores (or "
+                 "filling them with -1e4) leaves them the highest: replace their scores with "
+                 "masked_fill(~mask, torch.finfo(scores.dtype).min), as in the "
+                 "masked_softmax exercise.")
         if valid_lens is not None and is_close(out, _attend(q, k, v, None), atol=atol,
                                                rtol=1e-3):
             fail(f"the output is wrong on {case}: valid_lens is ignored.",
@@ -367,11 +389,6 @@ def check_scaled_dot_product_attention(fn):
                  "random: this function has no dropout; compute softmax(...) V alone.")
         hint = ("output = softmax(Q K^T / sqrt(d), masked) V, with the values (not the keys) "
                 "and torch.bmm or @ over the batch.")
-        if "padded keys score" in case:
-            hint = ("the padded keys score about 1.8e4 here, so adding -1e4 to their scores "
-                    "(or filling them with -1e4) leaves them the highest: replace their scores "
-                    "with masked_fill(~mask, torch.finfo(scores.dtype).min), as in the "
-                    "masked_softmax exercise.")
         lens = _lens_2d(valid_lens, (q.shape[0], q.shape[1], k.shape[1]))
         if ((out == 0).all(dim=-1) & (lens > 0)).any():
             hint = ("every weight of a query that has valid keys came out 0: with scores near "

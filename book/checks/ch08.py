@@ -1,7 +1,8 @@
 """Checkers for chapter 8's exercises: BERT's 80/10/10 masking, and its parameter count.
 
 The masking checker is statistical. It calls the learner's function three times on the same
-batch of 4000 x 32 tokens (89,353 ordinary positions per call; the global random generators
+batch of 4000 x 32 tokens (ordinary ids drawn by Zipf's law, so that replacements copied from
+the batch are far from uniform) (89,353 ordinary positions per call; the global random generators
 are seeded first, so the verdict is the same on every run) and tests, on the pooled calls
 (268,059 ordinary positions, about 40,200 chosen, about 3,950 random replacements):
 
@@ -21,7 +22,7 @@ are seeded first, so the verdict is the same on every run) and tests, on the poo
   [MASK] share per column among the chosen,
     against the pooled share (the largest |z|)  6 SE           32 x 2.0e-9 = 6.3e-8
   share of replacements already present in
-    their own row (about 31%)                   5.5 SE + slack < 4e-8 (normal)
+    their own row (about 23%)                   5.5 SE + slack < 4e-8 (normal)
   count of each of the 60 ordinary ids among
     the replacements (mean about 66)            5 to 123       4.5e-9 (exact binomial)
   total                                                        < 4.1e-7, below one in a
@@ -63,6 +64,14 @@ def _masking_batch(vocab, num_rows=4000, max_len=32, seed=0):
     """BERT-shaped rows: [CLS] a [SEP] b [SEP] [PAD]..., with a few [UNK] inside."""
     g = torch.Generator().manual_seed(seed)
     tokens = torch.randint(vocab.num_specials, len(vocab), (num_rows, max_len), generator=g)
+    # The ordinary ids follow Zipf's law (id i with probability proportional to 1 / (i + 1)),
+    # as words do: replacements drawn from the batch are then far from uniform. A generator
+    # of their own keeps the lengths and splits below as they were.
+    k = len(vocab) - vocab.num_specials
+    zipf = 1.0 / torch.arange(1, k + 1, dtype=torch.float64)
+    skewed = torch.multinomial(zipf, num_rows * max_len, replacement=True,
+                               generator=torch.Generator().manual_seed(seed + 1))
+    tokens = vocab.num_specials + skewed.view(num_rows, max_len)
     tokens[torch.rand(tokens.shape, generator=g) < 0.03] = vocab.unk
     lengths = torch.randint(20, max_len + 1, (num_rows,), generator=g)  # valid lengths
     split = torch.randint(4, 10, (num_rows,), generator=g)              # where b starts
@@ -108,9 +117,11 @@ def _one_call(fn, tokens, vocab, case):
             fail(f"{name} has shape {tuple(value.shape)} on {case}; expected "
                  f"{tuple(tokens.shape)}, the shape of tokens.")
         if value.dtype != torch.long:
-            fail(f"{name} has dtype {value.dtype} on {case}; expected torch.long (token ids).",
-                 "cross_entropy needs integer labels: build them from tokens, e.g. "
-                 "torch.where(chosen, tokens, IGNORE), which keeps the dtype.")
+            fail(f"{name} has dtype {value.dtype} on {case}; expected int64 (torch.long), "
+                 "the dtype of tokens.",
+                 "token ids and cross_entropy's labels are int64 (torch.long); int32 and "
+                 "floats are refused: build them from tokens, e.g. torch.where(chosen, tokens, "
+                 "IGNORE), which keeps the dtype, or convert with .long().")
     if not torch.equal(given, tokens):
         fail("mask_tokens changed the `tokens` tensor it was given.",
              "build new tensors (torch.where, or tokens.clone() first): the caller may "
@@ -249,7 +260,12 @@ def check_mlm_masking(fn):
         fail(f"of the chosen positions, expected 80% [MASK], 10% a random token, 10% "
              f"unchanged; got {seen} (the unchanged share is "
              f"{abs(keep_share - centre) / se_keep:.1f} standard errors off, tolerance "
-             f"{SE_TOLERANCE}).", split_hint)
+             f"{SE_TOLERANCE}).", split_hint + (
+                 " If your split is right, your random tokens equal the original too often: "
+                 "a replacement drawn uniformly from the 60 ordinary ids equals it 1 time in "
+                 "60, whatever the batch holds; one fixed token, or tokens copied from the "
+                 "batch, match the frequent ids far more often." if keep_share > centre
+                 else ""))
 
     col_mask = labelled.sum(0) > 0
     pooled_mask = to_mask.sum().item() / max(n_chosen, 1)
@@ -270,7 +286,6 @@ def check_mlm_masking(fn):
              "decision is not drawn for each position on its own (e.g. once per row).",
              split_hint)
 
-    _check_replacements_not_from_the_row(T, inputs, to_random, vocab)
     replacements = inputs[to_random]
     counts = torch.bincount(replacements - vocab.num_specials,
                             minlength=len(vocab) - vocab.num_specials)
@@ -283,7 +298,10 @@ def check_mlm_masking(fn):
              f"{len(counts)} ordinary tokens: {rare}, while each should appear about "
              f"{len(replacements) / len(counts):.0f} times (allowed: {low} to {high}).",
              "draw replacements uniformly from all ordinary ids: torch.randint("
-             "vocab.num_specials, len(vocab), ...) (randint's upper bound is excluded).")
+             "vocab.num_specials, len(vocab), ...) (randint's upper bound is excluded), "
+             "not tokens taken from the batch or the row (the test batch's ids are far "
+             "from uniform).")
+    _check_replacements_not_from_the_row(T, inputs, to_random, vocab)
 
 
 def _check_replacements_not_from_the_row(T, inputs, to_random, vocab):
@@ -440,7 +458,7 @@ def check_bert_param_count(fn):
     cases = [(100, 16, 40, 1, 20), (500, 32, 64, 3, 64), (1293, 128, 256, 2, 64),
              (30522, 768, 3072, 12, 512), (30522, 1024, 4096, 24, 512)]
     expected = [_reference_param_count(*c) for c in cases]
-    got = []
+    got, returned = [], []
     why = "the exercise asks for the count by formula (do not build the model)."
     for (V, H, F, L, P), want in zip(cases, expected):
         case = (f"vocab_size={V}, num_hiddens={H}, ffn_num_hiddens={F}, num_blks={L}, "
@@ -453,14 +471,25 @@ def check_bert_param_count(fn):
                  f"{type(value).__name__} {str(value)[:60]} on {case}.",
                  "return the total only, as a number: no tuple, string or print.")
         got.append(count)
+        returned.append(value)
     if got == expected:
         return None
-    for (V, H, F, L, P), want, count in zip(cases, expected, got):
+    for (V, H, F, L, P), want, count, value in zip(cases, expected, got, returned):
         if count != want:
             case = (f"vocab_size={V}, num_hiddens={H}, ffn_num_hiddens={F}, num_blks={L}, "
                     f"max_len={P}")
             diff = count - want
             break
+    floating = isinstance(value, float) or (isinstance(value, torch.Tensor)
+                                            and value.is_floating_point()) \
+        or type(value).__module__ == "numpy" and "float" in type(value).__name__
+    if floating and count == int(torch.tensor(float(want), dtype=torch.float32).item()):
+        # exactly the right count rounded to float32
+        fail(f"bert_param_count gives {count:,} on {case}; the model has {want:,}, "
+             f"{abs(diff):,} {'more' if diff > 0 else 'fewer'}. You returned a float "
+             f"({type(value).__name__}): counts this large are rounded in floating point.",
+             "return an int and compute with Python ints throughout (no float32 tensors, "
+             "numpy floats, / or math.pow): 4 * H ** 2, not a tensor product.")
     slips = _named_slips(got, cases)
     slips = slips if len(slips) <= 3 else []  # too many ways to get there: say nothing
     direction = f"{-diff:,} too few" if diff < 0 else f"{diff:,} too many"
