@@ -28,7 +28,7 @@ book: env
 	@echo "Open _build/html/index.html in a browser."
 
 ## make test: set up, then run every test (unit tests, every notebook under nbval, the book build,
-## the built book in headless Chromium, chapter 1 and its exercises in JupyterLab with a live
+## the built book in headless Chromium, chapter 1 and exercises A1 in JupyterLab with a live
 ## kernel). Notebooks, build and browser tests run with no network.
 test: env browser-deps unit notebooks build-check browser lab-test
 

@@ -132,3 +132,7 @@ def test_fused_path_equals_readable_path(valid_lens):
         results.append((out, q.grad, k.grad, layer.W_q.weight.grad))
     for a, b in zip(*results):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+def test_peak_memory_of_a_function_that_runs_no_operator_is_zero():
+    assert cost.peak_memory(lambda: None) == 0
