@@ -146,6 +146,10 @@ def strip_solution(source, where):
     return "\n".join(out)
 
 
+SELF_LINK = re.compile(r"\. The learner copy\s+without\s+solutions\s+is\s+`exercises/[^`]+`\s*"
+                       r"\(\[open it in Colab\]\([^)]*\)\)\.")
+
+
 def learner_copy(solution_path):
     nb = nbformat.read(solution_path, as_version=4)
     relative = solution_path.relative_to(ROOT).as_posix()
@@ -168,8 +172,9 @@ def learner_copy(solution_path):
             if "check" in tags and "raises-exception" not in tags:
                 tags.append("raises-exception")
         else:
+            source = SELF_LINK.sub(".", cell.source)  # the learner copy need not point at itself
             new = nbformat.v4.new_markdown_cell(plain_roles(
-                plain_exercise(cell.source), solution_path.parent, ROOT / "exercises", where))
+                plain_exercise(source), solution_path.parent, ROOT / "exercises", where))
         if tags:
             new.metadata["tags"] = tags
         cells.append(new)
