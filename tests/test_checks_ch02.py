@@ -163,3 +163,23 @@ def test_failure_messages_name_the_input_and_the_values():
                    WRONG["triangular kernel 1 - |u| (d2l's 'epanechikov')"][0], "Hint:")
     assert "on 5 queries, 8 keys" in text and "expected" in text and "got" in text
     assert "1 - u^2" in text
+
+
+def _round2(module, kinds):
+    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
+    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
+    from checkers_support import _module
+
+    entries = vars(_module(module))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if name[:2] in kinds and callable(entries[name])]
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch02_epan", ("W_",)))
+def test_check_epanechnikov_pool_rejects_round2(fn):
+    rejects(checks.check_epanechnikov_pool, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round2_ch02_epan", ("C_", "O_", "Q_")))
+def test_check_epanechnikov_pool_accepts_round2_right_solutions(fn):
+    accepts(checks.check_epanechnikov_pool, fn)
