@@ -23,20 +23,20 @@ from .attention import MultiHeadAttention, transpose_output, transpose_qkv
 
 def running_max_and_sum(scores, block_size=1):
     """One pass over `scores` (..., n), `block_size` entries at a time. After each block,
-    the running maximum m of the entries so far and the running sum l of exp(entry - m).
+    the running maximum mu of the entries so far and the running sum l of exp(entry - mu).
     Returns (maxima, sums), each (..., number of blocks): the last ones are the max and the
     softmax's denominator, sum_j exp(s_j - max)."""
     shape = scores.shape[:-1]
-    m = torch.full(shape, float("-inf"), dtype=scores.dtype, device=scores.device)
+    mu = torch.full(shape, float("-inf"), dtype=scores.dtype, device=scores.device)
     l = torch.zeros(shape, dtype=scores.dtype, device=scores.device)
     maxima, sums = [], []
     for start in range(0, scores.shape[-1], block_size):
         block = scores[..., start:start + block_size]             # (..., block)
-        m_new = torch.maximum(m, block.amax(dim=-1))              # the new running max
+        mu_new = torch.maximum(mu, block.amax(dim=-1))            # the new running max
         # What was summed relative to the old max is rescaled to the new one:
-        l = l * torch.exp(m - m_new) + torch.exp(block - m_new[..., None]).sum(dim=-1)
-        m = m_new
-        maxima.append(m)
+        l = l * torch.exp(mu - mu_new) + torch.exp(block - mu_new[..., None]).sum(dim=-1)
+        mu = mu_new
+        maxima.append(mu)
         sums.append(l)
     return torch.stack(maxima, dim=-1), torch.stack(sums, dim=-1)
 
