@@ -159,3 +159,12 @@ def test_every_figure_cell_has_alt_text(path):
             alt = meta.get("image", {}).get("alt") or meta.get("figure", {}).get("caption")
             assert alt, (f"{rel(path)}, code cell {i}: a figure without alt text; add the cell "
                          'metadata {"mystnb": {"image": {"alt": "what the figure shows"}}}')
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=ids(SOLUTIONS))
+def test_every_solution_start_has_its_end(path):
+    """sphinx-exercise stops the whole build on a solution-start without its solution-end."""
+    gates = [m.group(1) for cell in read_notebook(path)["cells"] if cell["cell_type"] == "markdown"
+             for m in re.finditer(r"```\{solution-(start|end)\}", source(cell))]
+    assert gates == ["start", "end"] * (len(gates) // 2), (
+        f"{rel(path)}: solution-start and solution-end must alternate, found {gates}")
