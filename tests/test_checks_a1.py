@@ -112,7 +112,7 @@ WRONG = {
 }
 
 R1_EXPECTED = {
-    "no chunking": "queries at once, while one chunk",
+    "no chunking": "more than one chunk's scores at once",
     "key chunks, per-chunk softmax": "the keys are cut into chunks",
     "drops a shorter last chunk": "the last, shorter chunk is missing",
     "zero-pads the rest instead of a short chunk": "the last, shorter chunk was not computed",
@@ -122,9 +122,9 @@ R1_EXPECTED = {
     "detached chunk outputs": "no gradient can flow back",
     "preallocated output filled under no_grad": "no gradient can flow back",
     "exp without max subtraction": "exp() overflows",
-    "keeps every chunk's weights": "queries at once, while one chunk",
-    "all scores first, softmax per chunk": "queries at once, while one chunk",
-    "loops over the batch, not the queries": "queries at once, while one chunk",
+    "keeps every chunk's weights": "more than one chunk's scores at once",
+    "all scores first, softmax per chunk": "more than one chunk's scores at once",
+    "loops over the batch, not the queries": "more than one chunk's scores at once",
     "returns float64": "expected torch.float32",
     "returns (output, n_chunks)": "return only the output tensor",
     "batch 1 only (Q[0], expanded)": "every example of the batch gets the output of example 0",
@@ -186,4 +186,16 @@ def test_check_chunked_attention_rejects_round2(fn):
 
 @pytest.mark.parametrize("fn", _round2("round2_a1_chunked", ("C_", "O_", "Q_")))
 def test_check_chunked_attention_accepts_round2_right_solutions(fn):
+    accepts(checks.check_chunked_attention, fn)
+
+
+# -- Round 3 red team (tests/checker_redteam/round3_a1_chunked.py) ---------------------------
+
+@pytest.mark.parametrize("fn", _round2("round3_a1_chunked", ("W_",)))
+def test_check_chunked_attention_rejects_round3(fn):
+    rejects(checks.check_chunked_attention, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round3_a1_chunked", ("C_", "O_")))
+def test_check_chunked_attention_accepts_round3_right_solutions(fn):
     accepts(checks.check_chunked_attention, fn)

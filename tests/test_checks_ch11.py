@@ -221,3 +221,49 @@ def test_grouped_query_attention_rejects_wrong_solutions(name):
 def test_failure_names_the_case_and_the_heads():
     text = rejects(check_grouped_query_attention, tiled_heads, "Hint:")
     assert "4 query heads, 2 key-value heads" in text and "expected head" in text
+
+
+# -- Round 3 red team (tests/checker_redteam/round3_ch11_*.py) ---------------------------------
+
+def _round3(module, kinds):
+    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
+    one of `kinds` (W_ wrong; C_, O_ right; S_ right output against the wording: untested)."""
+    from checkers_support import _module
+
+    entries = vars(_module(module))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if name[:2] in kinds and callable(entries[name])]
+
+
+@pytest.mark.parametrize("fn", _round3("round3_ch11_online", ("W_",)))
+def test_online_softmax_attention_rejects_round3(fn):
+    rejects(check_online_softmax_attention, fn)
+
+
+@pytest.mark.parametrize("fn", _round3("round3_ch11_online", ("C_", "O_")))
+def test_online_softmax_attention_accepts_round3_right_solutions(fn):
+    """O_2_float64_accumulators peaked at 2.2 of the old 2 MiB bound; the bound now scales
+    with block_size."""
+    accepts(check_online_softmax_attention, fn)
+
+
+def test_online_softmax_memory_message_names_the_budget():
+    from checker_redteam.round3_ch11_online import S_1_hardcoded_block_128_output_right as S1
+    text = rejects(check_online_softmax_attention, S1, "more than the budget")
+    assert "blocks of scores at once" in text and "builds (nearly)" not in text
+
+
+@pytest.mark.parametrize("fn", _round3("round3_ch11_gqa", ("W_",)))
+def test_grouped_query_attention_rejects_round3(fn):
+    rejects(check_grouped_query_attention, fn)
+
+
+@pytest.mark.parametrize("fn", _round3("round3_ch11_gqa", ("C_", "O_")))
+def test_grouped_query_attention_accepts_round3_right_solutions(fn):
+    accepts(check_grouped_query_attention, fn)
+
+
+def test_grouped_query_attention_round3_messages():
+    from checker_redteam.round3_ch11_gqa import W_05_no_max_subtraction, W_07_output_float32
+    rejects(check_grouped_query_attention, W_05_no_max_subtraction, "exp() overflows")
+    rejects(check_grouped_query_attention, W_07_output_float32, "float64")

@@ -153,12 +153,12 @@ def check_chunked_attention(fn):
     peak = peak_memory(lambda: _spied(fn, X, chunk))
     budget = chunk * n * 4  # bytes of one chunk's float32 (chunk_size, n) scores
     if peak > full / 2:
-        rows = peak / (n * 4)
         fail(f"on batch 1, {n} queries and keys, chunk_size={chunk}, the peak memory was "
-             f"{peak / 2**20:.2f} MiB: as much as the scores of about {rows:.0f} queries at "
-             f"once, while one chunk's scores take chunk_size x n x 4 bytes = "
-             f"{budget / 2**20:.2f} MiB (and the whole {n} x {n} score matrix "
-             f"{full / 2**20:.0f} MiB).",
+             f"{peak / 2**20:.2f} MiB, {peak / budget:.0f} times the {budget / 2**20:.2f} "
+             f"MiB of one chunk's scores (chunk_size x n x 4 bytes) and "
+             f"{peak / full:.1f} times the whole {n} x {n} score matrix "
+             f"({full / 2**20:.0f} MiB): your function holds far more than one chunk's "
+             f"scores at once.",
              "use the chunk_size argument for the chunks (not a fixed size), compute the "
              "scores of one chunk only, Q[:, i:i + chunk_size] @ K^T, inside the loop, and "
              "keep only that chunk's (chunk_size, value_dim) result.")
