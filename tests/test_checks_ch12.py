@@ -6,6 +6,7 @@ import torch
 from torch.nn import functional as F
 
 from book import checks
+from checkers_support import accepts, rejects
 
 
 def _check_sizes(H, W, p):
@@ -409,3 +410,40 @@ def test_verdicts_are_deterministic(check, fn):
 def test_enough_wrong_solutions_per_checker():
     """Issue 12: each checker is tested against at least 8 wrong solutions."""
     assert len(WRONG_PATCHIFY) >= 8 and len(WRONG_UNPATCHIFY) >= 8
+
+
+# -- Round 3 red team (tests/checker_redteam/round3_ch12_*.py) ---------------------------------
+
+def _round3(module, kinds):
+    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
+    one of `kinds` (W_ wrong; C_, O_ right)."""
+    from checkers_support import _module
+
+    entries = vars(_module(module))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if name[:2] in kinds and callable(entries[name])]
+
+
+@pytest.mark.parametrize("fn", _round3("round3_ch12_patchify", ("W_",)))
+def test_check_patchify_rejects_round3(fn):
+    rejects(checks.check_patchify, fn)
+
+
+@pytest.mark.parametrize("fn", _round3("round3_ch12_patchify", ("C_", "O_")))
+def test_check_patchify_accepts_round3_right_solutions(fn):
+    accepts(checks.check_patchify, fn)
+
+
+@pytest.mark.parametrize("fn", _round3("round3_ch12_unpatchify", ("W_",)))
+def test_check_unpatchify_rejects_round3(fn):
+    rejects(checks.check_unpatchify, fn)
+
+
+@pytest.mark.parametrize("fn", _round3("round3_ch12_unpatchify", ("C_", "O_")))
+def test_check_unpatchify_accepts_round3_right_solutions(fn):
+    accepts(checks.check_unpatchify, fn)
+
+
+def test_unpatchify_without_a_height_check_is_rejected_when_the_patch_count_fits():
+    from checker_redteam.round3_ch12_unpatchify import W_05_no_HW_check
+    rejects(checks.check_unpatchify, W_05_no_HW_check, "not a multiple")

@@ -251,6 +251,11 @@ def check_unpatchify(fn):
     rejections = [
         (torch.zeros(2, 2, 16), 4, (9, 8), "9",
          "image_size (9, 8) has a height, 9, that is not a multiple of patch_size=4"),
+        # The number of patches fits (floor(9 / 4) * floor(8 / 4) = 4): only H is wrong.
+        (torch.zeros(2, 4, 16), 4, (9, 8), "9",
+         "image_size (9, 8) has a height, 9, that is not a multiple of patch_size=4"),
+        (torch.zeros(2, 4, 16), 4, (8, 10), "10",
+         "image_size (8, 10) has a width, 10, that is not a multiple of patch_size=4"),
         (torch.zeros(2, 6, 4), 2, (8, 8), "6",
          "an 8 x 8 image has 16 patches of 2 x 2, but 6 were given"),
         (torch.zeros(2, 16, 6), 2, (8, 8), "6",
