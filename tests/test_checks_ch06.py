@@ -7,6 +7,8 @@ take well under a second, so only the tests that need it train.
 """
 from fractions import Fraction
 
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -139,7 +141,7 @@ WRONG_FAST = {  # rejected before any training
     "one vector for every position": (learned_with(nn.init.normal_, shape=(1, 1, 16)),
                                       "not position-dependent"),
     "zero initialisation (all positions equal at the start)":
-        (learned_with(nn.init.zeros_), "(?s)not position-dependent.*standard deviation 0.000"),
+        (learned_with(nn.init.zeros_), "(?s)same vector.*trainable.*standard deviation 0.000"),
     "forgets to slice the table to the sequence length":
         (learned_with(nn.init.normal_, forward=lambda m, X: X + m.P), "P\\[:, :n\\]"),
     "concatenates instead of adding":
@@ -286,3 +288,44 @@ def test_rejects_round2_wrong_encodings_without_training(cls):
 @pytest.mark.parametrize("cls", _round2(("C_", "O_", "Q_", *ACCEPTED_ON_PURPOSE)))
 def test_accepts_round2_right_encodings_without_training(cls):
     accepts(checks.check_learned_positional_encoding, cls, False)
+
+
+# -- Round 3 red team (tests/checker_redteam/round3_ch06_lpe.py) ------------------------------
+# Without training, like round 2. O_2_std_002_like_bert (BERT's std 0.02) passes the quick
+# checks and is rejected by the training run with the scale hint (34% against 33.7% without
+# positions in round 3's run), as WRONG_TRAINED above; O_3_zero_init is rejected before
+# training with a message that says the table is trainable but starts as one constant.
+R3_TRAINING_ONLY = {"O_2_std_002_like_bert"}
+R3_REJECTED_ON_PURPOSE = {"O_3_zero_init": "(?s)same vector.*It is trainable"}
+
+
+def _round3(kinds):
+    from checkers_support import _module
+
+    entries = vars(_module("round3_ch06_lpe"))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if callable(entries[name]) and name[:2] in kinds
+            and name not in R3_TRAINING_ONLY | set(R3_REJECTED_ON_PURPOSE)]
+
+
+@pytest.mark.parametrize("cls", _round3(("W_",)))
+def test_rejects_round3_wrong_encodings_without_training(cls):
+    with pytest.raises(checks.CheckFailed):
+        run(checks.check_learned_positional_encoding, cls, False)
+
+
+@pytest.mark.parametrize("cls", _round3(("C_", "O_")))
+def test_accepts_round3_right_encodings_without_training(cls):
+    accepts(checks.check_learned_positional_encoding, cls, False)
+
+
+def test_round3_messages():
+    from checker_redteam import round3_ch06_lpe as r3
+
+    rejects(checks.check_learned_positional_encoding, r3.W_12_max_len_ignored_table_64,
+            "has 1024 trainable numbers, fewer than max_len x num_hiddens = 4800",
+            args=(False,))
+    with pytest.raises(checks.CheckFailed) as info:
+        run(checks.check_learned_positional_encoding, r3.O_3_zero_init, False)
+    assert re.search(R3_REJECTED_ON_PURPOSE["O_3_zero_init"], str(info.value))
+    accepts(checks.check_learned_positional_encoding, r3.O_2_std_002_like_bert, False)

@@ -235,7 +235,7 @@ def alibi(h, n):
     return bias_from(paper_slopes(h), n)
 
 
-def alibi_key_positions(h, n):  # unusual: the paper's code adds m * j, a constant per row off
+def alibi_key_positions(h, n):  # the paper's code, m * j: off by m * i per row (rejected)
     m = torch.tensor(paper_slopes(h))
     return (m[:, None, None] * torch.arange(n, dtype=torch.float32)).expand(h, n, n)
 
@@ -341,9 +341,9 @@ WRONG_ALIBI = {
 }
 
 
-@pytest.mark.parametrize("fn", [alibi, alibi_key_positions, alibi_symmetric,
+@pytest.mark.parametrize("fn", [alibi, alibi_symmetric,
                                 alibi_masked_above, alibi_loop, positions.alibi_bias],
-                         ids=["reference", "m * j (the paper's code)", "-m |i - j|",
+                         ids=["reference", "-m |i - j|",
                               "-inf above the diagonal", "loops in float64", "book"])
 def test_check_alibi_bias_accepts_right_solutions(fn):
     accepts(checks.check_alibi_bias, fn)
@@ -364,3 +364,43 @@ def test_alibi_messages_name_the_input_the_expected_and_the_seen_slopes():
 def test_the_checkers_are_exported():
     from book import checks as exported   # book/checks/__init__.py must import ch10
     assert {"check_apply_rope", "check_alibi_bias"} <= set(exported.__all__)
+
+
+def test_alibi_bias_off_by_a_constant_per_row_is_rejected_with_its_own_message():
+    """The exercise defines the entry as -m_h (i - j); the paper's m * j is off by m * i."""
+    rejects(checks.check_alibi_bias, alibi_key_positions, "plus a constant in each query row")
+
+
+# -- Round 3 red team (tests/checker_redteam/round3_ch10_*.py) ---------------------------------
+
+def _round3(module, kinds):
+    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
+    one of `kinds` (W_ wrong; C_, O_ right; S_ right output against the wording: untested)."""
+    from checkers_support import _module
+
+    entries = vars(_module(module))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if name[:2] in kinds and callable(entries[name])]
+
+
+@pytest.mark.parametrize("fn", _round3("round3_ch10_alibi", ("W_",)))
+def test_check_alibi_bias_rejects_round3(fn):
+    rejects(checks.check_alibi_bias, fn)
+
+
+@pytest.mark.parametrize("fn", _round3("round3_ch10_alibi", ("C_", "O_")))
+def test_check_alibi_bias_accepts_round3_right_solutions(fn):
+    accepts(checks.check_alibi_bias, fn)
+
+
+def test_alibi_round3_messages_name_the_wrong_part():
+    from checker_redteam import round3_ch10_alibi as r3
+
+    rejects(checks.check_alibi_bias, r3.W_10_distance_plus_one,
+            "plus a constant in each query row")
+    text = rejects(checks.check_alibi_bias, r3.W_06_lower_triangle_zero,
+                   "0 at every entry below the diagonal")
+    assert "slopes are wrong" not in text
+    text = rejects(checks.check_alibi_bias,
+                   r3.W_14_row_shift_only_upper_triangle_filled_with_zero, "wrong on it")
+    assert "slopes are wrong" not in text

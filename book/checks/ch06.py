@@ -116,9 +116,9 @@ def _one_of(Y, choices, atol=1e-5):
 @checker("learned positional encoding")
 def check_learned_positional_encoding(cls, train=True):
     """Check a learned positional encoding class: the call and shape; a trainable table with
-    one vector per position, added to X; dropout on the sum in train mode; and (with
-    `train=True`, about 10 s on a laptop CPU) that it helps on a task where order matters:
-    reversing a sequence."""
+    one vector per position, added to X, as many as max_len (tried with 300); dropout on
+    the sum in train mode; and (with `train=True`, about 10 s on a laptop CPU) that it helps
+    on a task where order matters: reversing a sequence."""
     d = 16
     case = "cls(num_hiddens=16, dropout=0.0, max_len=50)"
     module = _make(cls, case, num_hiddens=d, dropout=0.0, max_len=50)
@@ -182,9 +182,16 @@ def check_learned_positional_encoding(cls, train=True):
     if not distinct.all():
         i, j = [int(k) for k in (~distinct).nonzero()[0]]
         std = _start_std(cls, d)
+        size = sum(p.numel() for p in module.parameters() if p.requires_grad)
+        if std < 1e-6 and size >= 50 * d:  # a table that starts as one constant
+            fail(f"at initialisation your encoding gives every position the same vector "
+                 f"(positions {i} and {j} alike): the table starts as one constant. It is "
+                 "trainable, but it starts unable to tell positions apart and learns them "
+                 "slowly: trained on this checker's reversal task, a zero-initialised table "
+                 "stays near the accuracy of a model without positional information.",
+                 _scale_hint(std))
         fail(f"your encoding is not position-dependent: positions {i} and {j} get the same "
              "vector, so the model cannot tell them apart.",
-             _scale_hint(std) if std < 1e-6 else
              "give every position its own vector: a table of shape (1, max_len, num_hiddens), "
              "sliced to the sequence length, not one vector broadcast over all positions.")
 
@@ -214,6 +221,17 @@ def check_learned_positional_encoding(cls, train=True):
              "a table with one row of num_hiddens trainable numbers per position: "
              "nn.Parameter(torch.randn(1, max_len, num_hiddens)), or nn.Embedding(max_len, "
              "num_hiddens) looked up at positions 0..n-1.")
+
+    long_case = "cls(num_hiddens=16, dropout=0.0, max_len=300)"
+    long = _make(cls, long_case, num_hiddens=d, dropout=0.0, max_len=300)
+    size = sum(p.numel() for p in long.parameters() if p.requires_grad)
+    if 0 < size < 300 * d:
+        fail(f"{long_case} has {size} trainable numbers, fewer than max_len x num_hiddens = "
+             f"{300 * d}: it cannot give each of the 300 positions its own vector.",
+             "build the table from the max_len argument, nn.Parameter(torch.randn(1, "
+             "max_len, num_hiddens)), not from a fixed size.")
+    _forward(long, torch.randn(1, 300, d, generator=torch.Generator().manual_seed(60)),
+             f"X of shape (1, 300, 16) with {long_case}")
 
     _check_dropout(cls, d)
     if not train:

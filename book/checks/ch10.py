@@ -282,31 +282,57 @@ def _check_alibi_case(fn, h, n):
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
     want = torch.tensor(_slopes(h), dtype=torch.float64)               # (h,)
     expected = -want[:, None, None] * (i - j)                            # (h, n, n)
-    relative = values - values.diagonal(dim1=1, dim2=2)[:, :, None]      # minus bias[h, i, i]
+    close = lambda x, y: torch.isclose(x, y, rtol=1e-5, atol=1e-5)  # noqa: E731
+    if (close(values, expected) | ~lower).all():
+        return
+    strict = torch.ones(n, n, dtype=torch.bool).tril(-1)                # j < i
+    diag = values.diagonal(dim1=1, dim2=2)                               # (h, n)
+    relative = values - diag[:, :, None]                                 # minus bias[h, i, i]
     if n >= 2:
         seen = (-relative[:, 1, 0]).tolist()                            # the step at distance 1
-        if not all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip(seen, want.tolist())):
+        own = -torch.tensor(seen, dtype=torch.float64)[:, None, None] * (i - j)
+        linear = bool((torch.isclose(relative, own, rtol=1e-4, atol=1e-5) | ~lower).all())
+        slopes_right = all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip(seen, want.tolist()))
+        if bool(values[:, strict].abs().max() < 1e-12):
+            fail(f"alibi_bias is 0 at every entry below the diagonal (keys j < i) on {case}: "
+                 "those are the entries that need -m (i - j); the entries above the diagonal "
+                 "are the masked ones.",
+                 "compute -m (i - j) with i the query (rows) and j the key (columns); "
+                 "clamping j - i at 0, or filling the upper triangle, leaves the lower one 0.")
+        if linear and not slopes_right:
             fail(f"the slopes are wrong for {case}: expected {_describe_slopes(want)}, "
                  f"got {_describe_slopes(seen)} (read from bias[head, 1, 1] - bias[head, 1, 0]).",
                  _slope_hint(seen, want.tolist(), h))
-    ok = torch.isclose(relative, expected, rtol=1e-5, atol=1e-5) | ~lower
-    if not ok.all():
-        head, q, k = (int(v) for v in torch.nonzero(~ok)[0])
-        hint = ("the bias is linear in the distance i - j: -m (i - j) for every key j <= i.")
-        if (relative - expected)[:, lower].abs().max() < 0.5:
-            hint = ("the values are close but not exact at long distances: compute in float32 "
-                    "(or float64), not float16 or bfloat16.")
-        fail(f"alibi_bias is wrong on {case}: head {head}, query {q}, key {k} (distance "
-             f"{q - k}) expected {expected[head, q, k].item():.5g}, got "
-             f"{relative[head, q, k].item():.5g} (measured from bias[{head}, {q}, {q}]).",
-             hint)
+    if (close(values, expected) | ~strict).all():
+        head, q = (int(v) for v in torch.nonzero(~close(diag, torch.zeros_like(diag)))[0])
+        fail(f"alibi_bias is right below the diagonal but wrong on it on {case}: bias[{head}, "
+             f"{q}, {q}] (distance 0) expected 0, got {diag[head, q].item():.5g}.",
+             "a key at distance 0 gets no penalty: -m (i - i) = 0.")
+    if n >= 2 and linear and slopes_right:
+        head, q = (int(v) for v in torch.nonzero(~close(diag, torch.zeros_like(diag)))[0])
+        fail(f"alibi_bias is -m (i - j) plus a constant in each query row on {case}: e.g. "
+             f"bias[{head}, {q}, {q}] (distance 0) is {diag[head, q].item():.5g}, not 0. "
+             "Softmax would not notice a constant per row, but the exercise defines the "
+             "entry as -m_h (i - j), which is 0 on the diagonal.",
+             "use the distance i - j itself: not i - j + 1, and not the key position m j "
+             "(the paper's implementation, equal to -m (i - j) up to m i per row).")
+    ok = close(values, expected) | ~lower
+    head, q, k = (int(v) for v in torch.nonzero(~ok)[0])
+    hint = ("the bias is linear in the distance i - j: -m (i - j) for every key j <= i.")
+    if (values - expected)[:, lower].abs().max() < 0.5:
+        hint = ("the values are close but not exact at long distances: compute in float32 "
+                "(or float64), not float16 or bfloat16.")
+    fail(f"alibi_bias is wrong on {case}: head {head}, query {q}, key {k} (distance "
+         f"{q - k}) expected {expected[head, q, k].item():.5g}, got "
+         f"{values[head, q, k].item():.5g}.", hint)
 
 
 @checker("alibi_bias")
 def check_alibi_bias(fn):
     """Check `fn(num_heads, n)`: a float32 (num_heads, n, n) tensor whose entry [h, i, j],
-    for keys j <= i, is -m_h (i - j) with the ALiBi paper's slopes m_h, up to a constant per
-    row (softmax ignores it); entries above the diagonal (masked) are not checked. Head
+    for keys j <= i, is -m_h (i - j) with the ALiBi paper's slopes m_h, exactly as the
+    exercise defines it (0 on the diagonal); entries above the diagonal (masked) are not
+    checked. Head
     counts that are powers of 2 and others, n from 1 to 300."""
     for h, n in _ALIBI_CASES:
         _check_alibi_case(fn, h, n)
