@@ -404,3 +404,21 @@ def test_alibi_round3_messages_name_the_wrong_part():
     text = rejects(checks.check_alibi_bias,
                    r3.W_14_row_shift_only_upper_triangle_filled_with_zero, "wrong on it")
     assert "slopes are wrong" not in text
+
+
+@pytest.mark.parametrize("fn", _round3("round3_ch10_rope", ("W_",)))
+def test_check_apply_rope_rejects_round3(fn):
+    rejects(checks.check_apply_rope, fn)
+
+
+@pytest.mark.parametrize("fn", _round3("round3_ch10_rope", ("C_", "O_")))
+def test_check_apply_rope_accepts_round3_right_solutions(fn):
+    accepts(checks.check_apply_rope, fn)
+
+
+def test_apply_rope_round3_messages():
+    from checker_redteam import round3_ch10_rope as r3
+
+    rejects(checks.check_apply_rope, r3.W_14_degree_theta_base_1e4_float16_positions_int32,
+            "above 32767")
+    rejects(checks.check_apply_rope, r3.W_16_ValueError_vague_message, "does not say")

@@ -33,7 +33,7 @@ def _rope(x, positions, pairing="interleaved", sign=1.0, exponent=2.0):
 
 def _rope_cases():
     """(case, x, positions, tolerance): odd shapes, offsets as in a cache, unsorted
-    positions, a long sequence, float16 at large positions, float64."""
+    positions, a long sequence, float16 at large positions, positions above 32767, float64."""
     g = torch.Generator().manual_seed(10)
 
     def randn(*shape, dtype=torch.float32):
@@ -54,6 +54,9 @@ def _rope_cases():
          torch.tensor([1000]), 1e-3),
         ("float16 x of shape (2, 2, 8, 16) at positions 2000..2007",
          randn(2, 2, 8, 16, dtype=torch.float16), torch.arange(2000, 2008), 1e-2),
+        ("x of shape (1, 2, 3, 8) at positions [40000, 65535, 100000] (above 32767, "
+         "the largest int16)", randn(1, 2, 3, 8), torch.tensor([40000, 65535, 100000]),
+         2e-2),
         ("float64 x of shape (2, 6, 6) at positions [9, 8, 7, 30, 31, 2]",
          randn(2, 6, 6, dtype=torch.float64), torch.tensor([9, 8, 7, 30, 31, 2]), 1e-6),
     ]
@@ -188,6 +191,10 @@ def _check_rope_odd(fn):
     except ValueError as error:
         if not str(error).strip():
             fail(f"apply_rope raised ValueError without a message on {case}.", hint)
+        words = ("even", "odd", "pair", "7", "divisible", "multiple of 2", "two")
+        if not any(w in str(error).lower() for w in words):
+            fail(f"apply_rope raised ValueError({str(error)!r}) on {case}: the message does "
+                 "not say what is wrong (the feature size, 7, is odd).", hint)
         return
     except CheckFailed:
         raise
