@@ -152,10 +152,26 @@ def test_check_epanechnikov_rejects_round1(fn, fragment):
     rejects(checks.check_epanechnikov_pool, fn, fragment)
 
 
-@pytest.mark.parametrize("fn, fragment", redteam("round1_ch02", "check_epanechnikov_pool",
-                                                 "RIGHT_BUT_UNUSUAL"))
+# Issue 12, round 3: exercise 2.1 says "guard the division itself rather than replacing NaN
+# afterwards". These compute 0/0 and replace the NaN (their gradients stay finite only
+# because clamp's backward passes nothing where the clamp is active); earlier rounds accepted
+# them, the checker now refuses any division that gives NaN.
+NAN_REPLACED = {"clamp_min kernel, 0/0 then nan_to_num (gradient safe)", "Q_nan_to_num",
+                "Q_where_nan_grad"}
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    p for p in redteam("round1_ch02", "check_epanechnikov_pool", "RIGHT_BUT_UNUSUAL")
+    if p.id not in NAN_REPLACED])
 def test_check_epanechnikov_accepts_round1_right_solutions(fn, fragment):
     accepts(checks.check_epanechnikov_pool, fn)
+
+
+@pytest.mark.parametrize("fn", [
+    p.values[0] for p in redteam("round1_ch02", "check_epanechnikov_pool", "RIGHT_BUT_UNUSUAL")
+    if p.id in NAN_REPLACED])
+def test_check_epanechnikov_rejects_nan_replaced_after_the_division(fn):
+    rejects(checks.check_epanechnikov_pool, fn, "gave NaN (0/0)", "guard the denominator")
 
 
 def test_failure_messages_name_the_input_and_the_values():
@@ -180,6 +196,33 @@ def test_check_epanechnikov_pool_rejects_round2(fn):
     rejects(checks.check_epanechnikov_pool, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch02_epan", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", [p for p in _round2("round2_ch02_epan", ("C_", "O_", "Q_"))
+                                if p.id not in NAN_REPLACED])
 def test_check_epanechnikov_pool_accepts_round2_right_solutions(fn):
     accepts(checks.check_epanechnikov_pool, fn)
+
+
+@pytest.mark.parametrize("fn", [p for p in _round2("round2_ch02_epan", ("Q_",))
+                                if p.id in NAN_REPLACED])
+def test_check_epanechnikov_pool_rejects_round2_nan_replaced(fn):
+    rejects(checks.check_epanechnikov_pool, fn, "gave NaN (0/0)")
+
+
+# -- Round 3 red team (tests/checker_redteam/round3_ch02_epan.py) -----------------------------
+
+@pytest.mark.parametrize("fn", _round2("round3_ch02_epan", ("W_",)))
+def test_check_epanechnikov_pool_rejects_round3(fn):
+    rejects(checks.check_epanechnikov_pool, fn)
+
+
+@pytest.mark.parametrize("fn", _round2("round3_ch02_epan", ("C_", "O_")))
+def test_check_epanechnikov_pool_accepts_round3_right_solutions(fn):
+    accepts(checks.check_epanechnikov_pool, fn)
+
+
+def test_round3_nan_replaced_after_the_division_and_transposed_weights():
+    from checker_redteam import round3_ch02_epan as r3
+
+    for name in ("W_01_nan_to_num", "W_05_where_after_division"):
+        rejects(checks.check_epanechnikov_pool, vars(r3)[name], "gave NaN (0/0)")
+    rejects(checks.check_epanechnikov_pool, r3.W_08_weights_transposed, "as many queries")

@@ -1,5 +1,6 @@
 """Checkers for chapter 2's exercises: Epanechnikov-kernel attention pooling."""
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
                     is_close)
@@ -37,12 +38,36 @@ def _epanechnikov_cases():
          torch.tensor([-0.5, 1.0, 2.2, 3.1], dtype=torch.float64),
          torch.rand(10, generator=g, dtype=torch.float64) * 3,
          torch.randn(10, generator=g, dtype=torch.float64), 0.9),
+        ("6 queries, 6 keys in random order in [0, 5), width 1.2 (as many queries as keys)",
+         torch.tensor([0.3, 4.6, 2.2, 1.0, 3.7, 2.9]), shuffled_keys[order][:6],
+         shuffled_values[order][:6], 1.2),
         ("float64: query 1.49999925 with keys 0 and 5, width 1.5 (the only key in the window "
          "sits at u = 0.9999995, where K(u) is about 7.5e-7)",
          torch.tensor([1.49999925], dtype=torch.float64),
          torch.tensor([0.0, 5.0], dtype=torch.float64),
          torch.tensor([2.0, -1.0], dtype=torch.float64), 1.5),
     ]
+
+
+_DIVISIONS = {"div", "div_", "divide", "true_divide", "__truediv__", "__rtruediv__",
+              "__itruediv__"}
+
+
+class _NanFromDivision(TorchFunctionMode):
+    """Records the first division whose result has a NaN its inputs did not have (0/0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if getattr(func, "__name__", "") in _DIVISIONS and isinstance(out, torch.Tensor) \
+                and out.is_floating_point() and bool(torch.isnan(out).any()) \
+                and not any(isinstance(a, torch.Tensor) and a.is_floating_point()
+                            and bool(torch.isnan(a).any()) for a in args):
+            self.seen = True
+        return out
 
 
 def _describe(queries, keys, width, i, j):
@@ -59,10 +84,12 @@ _EMPTY_HINT = ("a query with no key inside its window has kernel sum 0, and 0/0 
 @checker("epanechnikov_pool")
 def check_epanechnikov_pool(fn):
     """Check `fn(queries, keys, values, width)` -> (outputs, weights), Epanechnikov pooling, on
-    sorted and shuffled keys, 60 keys, float64, a key at the window's edge, and gradients."""
+    sorted and shuffled keys, 60 keys, as many queries as keys, float64, a key at the window's
+    edge, and gradients; a division that gives 0/0 (NaN replaced afterwards) is refused."""
     for case, queries, keys, values, width in _epanechnikov_cases():
         given = [queries.clone(), keys.clone(), values.clone()]
-        result = call(fn, *given, width, name="epanechnikov_pool", case=case)
+        with _NanFromDivision() as divisions:
+            result = call(fn, *given, width, name="epanechnikov_pool", case=case)
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             fail(f"epanechnikov_pool should return a tuple (outputs, weights), got "
                  f"{type(result).__name__} on {case}.")
@@ -83,6 +110,12 @@ def check_epanechnikov_pool(fn):
                  f"{queries[rows].tolist()}.",
                  _EMPTY_HINT if bool(empty[rows].all()) else
                  "NaN came from a query whose window holds keys: look for 0/0 or inf - inf.")
+        if divisions.seen:
+            fail(f"a division inside epanechnikov_pool gave NaN (0/0) on {case}, and the NaN "
+                 "was replaced afterwards (nan_to_num, or torch.where on the result).",
+                 "the exercise asks you to guard the denominator itself: divide by "
+                 "total.clamp_min(tiny), or by torch.where(total > 0, total, 1), so that no "
+                 "0/0 is ever computed (its NaN also reaches the gradients).")
         expect_tensor(weights, (n_q, n_k), what="weights", case=case)
         expect_tensor(weights, dtype=queries.dtype, what="weights", case=case)
         u = (queries.double()[:, None] - keys.double()[None, :]) / width
