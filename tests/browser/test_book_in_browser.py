@@ -13,21 +13,12 @@ import time
 
 import pytest
 
-from book_pages import (CHECKS, CHROMIUM, CHROMIUM_ARGS, LOCAL, NOT_LOCAL, book_html, book_pages,
+from book_pages import (CHECKS, LOCAL, NOT_LOCAL, book_html, book_pages,
                         plant_faults, prose, screenshots_dir, visit)
 
 HTML = book_html()
 pytestmark = pytest.mark.skipif(HTML is None, reason="set BOOK_HTML to a built book (make browser)")
 PAGES = book_pages(HTML) if HTML else []
-
-
-@pytest.fixture(scope="session")
-def browser():
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ in JupyterLab itself. No network: the page is a file.
 import pytest
 
 from book import widgets
-from book_pages import CHROMIUM, CHROMIUM_ARGS, NOT_LOCAL
+from book_pages import NOT_LOCAL
 
 
 def draw(fig, width):
@@ -25,11 +25,9 @@ def page_file(tmp_path_factory):
 
 
 @pytest.mark.parametrize("script", [True, False], ids=["script runs", "script blocked"])
-def test_the_note_shows_exactly_when_the_controls_cannot_work(page_file, script):
-    playwright = pytest.importorskip("playwright.sync_api")
-    with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        context = browser.new_context(java_script_enabled=script)
+def test_the_note_shows_exactly_when_the_controls_cannot_work(browser, page_file, script):
+    context = browser.new_context(java_script_enabled=script)
+    try:
         remote = []
         context.route(NOT_LOCAL, lambda route: (remote.append(route.request.url), route.abort()))
         page = context.new_page()
@@ -46,4 +44,5 @@ def test_the_note_shows_exactly_when_the_controls_cannot_work(page_file, script)
         else:
             assert note.is_visible() and "Run this cell" in note.text_content()
         assert not errors and not remote
-        browser.close()
+    finally:
+        context.close()
