@@ -217,7 +217,7 @@ def check_online_softmax_attention(fn):
     if peak > budget:
         if peak >= 0.9 * full:
             what = (f"{peak / full:.1f} times the whole {n} x {n} score matrix "
-                    f"({full / 2**20:.0f} MiB): your function builds (nearly) all of it")
+                    f"({full / 2**20:.0f} MiB): your function builds (nearly) all of it.")
         else:
             what = (f"as much as {peak / one:.0f} blocks of scores at once: does it use "
                     f"block_size for the blocks (not a fixed size) and keep only one "
@@ -226,7 +226,7 @@ def check_online_softmax_attention(fn):
              f"memory was {peak / 2**20:.2f} MiB, more than the budget of "
              f"{budget / 2**20:.2f} MiB (16 blocks of n x block_size float32 scores, "
              f"{one / 2**20:.3f} MiB each, plus twice the inputs and output); that is "
-             f"{what}.",
+             f"{what}",
              "compute the scores of one block of keys only, Q @ K[:, j:j + block_size]^T, "
              "inside the loop, and keep only the running max, sum and weighted sum.")
 
