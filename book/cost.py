@@ -67,7 +67,7 @@ def peak_memory(fn, device="cpu"):
         return torch.cuda.max_memory_allocated(device) - before
     from torch.profiler import ProfilerActivity, profile
 
-    for _ in range(3):  # under heavy load the profiler has been seen to record no event at all
+    for _ in range(3):  # under heavy load the profiler has missed every allocation
         with _quiet_stderr():
             with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
                 fn()
@@ -75,11 +75,11 @@ def peak_memory(fn, device="cpu"):
         events = sorted((e.start_ns(), e.nbytes()) for e in records
                         if e.name() == "[memory]" and e.device_type().name == "CPU")
         if events or not any(e.name() != "[memory]" for e in records):
-            break  # allocations recorded, or fn ran no operator (then it allocates nothing)
+            break  # allocations recorded, or fn ran no operator (so it allocates nothing)
     else:
-        raise RuntimeError("peak_memory: the CPU profiler recorded operators but no allocation in "
-                           "3 runs of fn. Under heavy load it can miss them: run the cell again. "
-                           "(A fn whose operators all work in place allocates nothing.)")
+        raise RuntimeError("peak_memory: the CPU profiler recorded operators but no "
+                           "allocation in 3 runs of fn (heavy load can make it miss them): "
+                           "run the cell again; a fn that works in place allocates nothing")
     held = peak = 0
     for _, nbytes in events:  # + for an allocation, - for a release, in time order
         held += nbytes
