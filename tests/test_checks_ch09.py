@@ -353,7 +353,7 @@ WRONG_STEPS = {
     "exp without subtracting the max": (naive_softmax, "(NaN|large scores)"),
     "a cache that detaches (gradient cut)": (detached_cache, "gradient with respect to the keys"),
     "prepends the new position": (prepends, "put first"),
-    "returns the old cache": (returns_the_old_cache, "returned keys has shape"),
+    "returns the old cache": (returns_the_old_cache, "returned tensor of keys has shape"),
     "concatenates along the features": (concatenates_features, "dim=2"),
     "squeezes the output": (squeezes_the_output, r"shape \(2, 3, 5\)"),
     "swaps keys and values": (swaps_keys_and_values, "swapped"),

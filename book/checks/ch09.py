@@ -340,9 +340,10 @@ def _diagnose_step(out, Q, K, V, t, hs):
 
     same = lambda x: torch.allclose(out.double(), x, atol=1e-3)  # noqa: E731
     if t == 1 and same(values[:, :, :1]):
-        return ("the new token does not see itself, only key 0: append k and v to the cache "
-                "before attending, and use no mask (is_causal=True with one query and t + 1 "
-                "keys aligns its mask to the top left and hides every key but the first).")
+        return ("the new token sees only key 0, not itself: with one query and t + 1 keys, "
+                "scaled_dot_product_attention's is_causal=True aligns its mask to the top "
+                "left and hides every key but the first. Use no mask in a cached step, and "
+                "append k and v to the cache before attending.")
     if t > 1 and same(values[:, :, :1]):
         return ("only the first key is attended: with one query and t + 1 keys, "
                 "scaled_dot_product_attention's is_causal=True aligns its mask to the top "
@@ -410,8 +411,8 @@ def _run_steps(fn, Q, K, V, case, tol):
                       nan_hint="exp() overflows for large scores: subtract each row's maximum "
                                "before exp, or use torch.softmax, which does.")
         for name, got, full in (("keys", keys, K), ("values", values, V)):
-            expect_tensor(got, (b, h, t + 1, hs), Q.dtype, what=f"the returned {name}",
-                          case=where)
+            expect_tensor(got, (b, h, t + 1, hs), Q.dtype,
+                          what=f"the returned tensor of {name}", case=where)
             if not torch.equal(got, full[:, :, :t + 1]):
                 hint = ("append the new one at the end (dim=2), after the cached ones: "
                         "torch.cat([past, new], dim=2).")
