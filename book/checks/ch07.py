@@ -15,10 +15,14 @@ def _reference_mask(num_steps):
 def check_causal_mask(fn):
     """Check `fn(num_steps)`: a (num_steps, num_steps) bool mask, True where query i may
     attend key j, that is j <= i (scaled_dot_product_attention's convention), for lengths
-    from 1 to 2050 (past 64, 127 and 2048, where cached masks, int8 or float16 positions
-    break)."""
-    for n in (4, 1, 2, 7, 50, 65, 130, 300, 2050):
-        case = f"num_steps={n}"
+    from 1 to 4097 (past 64, 127, 2048 and 4096, where cached masks or tables, int8 or
+    float16 positions break), and the first length once more at the end (a cached mask must
+    not change between calls)."""
+    seen = set()
+    for n in (4, 1, 2, 7, 50, 65, 130, 300, 2050, 4097, 4):
+        again = n in seen
+        case = f"num_steps={n}" + (" (asked a second time)" if again else "")
+        seen.add(n)
         mask = call(fn, n, name="causal_mask", case=case)
         if isinstance(mask, torch.Tensor) and tuple(mask.shape) != (n, n) and \
                 mask.dim() == 3 and tuple(mask.shape[1:]) == (n, n):
@@ -37,6 +41,12 @@ def check_causal_mask(fn):
         expected = _reference_mask(n)
         if torch.equal(mask, expected):
             continue
+        if again:
+            fail(f"on {case} the mask is wrong ({int((mask != expected).sum())} entries), "
+                 "although it was right the first time: your function's answer changes "
+                 "from call to call.",
+                 "build the mask anew at each call, or, if you cache it, never change the "
+                 "cached tensor (no in-place writes to it).")
         if n > 1 and torch.equal(mask, ~expected):
             fail(f"the mask is inverted on {case}: True marks the keys to hide.",
                  "here True means 'may attend' (scaled_dot_product_attention's convention); "
@@ -92,8 +102,6 @@ def _mistakes(block):
          "your block is still post-LayerNorm: LayerNorm(X + Sublayer(X)).",
          "in pre-LN the norm moves inside the residual branch: X + Sublayer(LayerNorm(X)), "
          "and nothing normalises the sum."),
-        (lambda X, lens: branch(X, None), "your block ignores valid_lens: padded keys get "
-         "attention.", "pass valid_lens on to self.attention."),
         (lambda X, lens: branch(X, lens, n1=ln2, n2=ln1),
          "the two LayerNorms are swapped: self.addnorm2.ln is used before the attention and "
          "self.addnorm1.ln before the FFN.",
@@ -128,6 +136,11 @@ def _mistakes(block):
         (lambda X, lens: _no_residual(block, X, lens, first=False),
          "the FFN sublayer has no residual: the output is FFN(LN2(Y)) instead of "
          "Y + FFN(LN2(Y)).", "add Y back: Y + dropout2(ffn(LN2(Y)))."),
+        (lambda X, lens: _second_residual_from_input(block, X, lens),
+         "the FFN sublayer's residual adds X, the block's input, instead of Y: the output is "
+         "X + FFN(LN2(Y)), which throws away what the attention sublayer added.",
+         "each residual adds its own sublayer's input: Y = X + dropout1(attention(LN1(X), "
+         "...)), then Y + dropout2(ffn(LN2(Y))), with Y, not X, in the second sum."),
         (lambda X, lens: branch(X, lens, final=ln2),
          "your block ends with a LayerNorm of its output.",
          "pre-LN blocks do not normalise their output: the single final LayerNorm comes "
@@ -141,6 +154,12 @@ def _no_residual(block, X, lens, first):
     Y = A if first else X + A
     F_ = block.addnorm2.dropout(block.ffn(block.addnorm2.ln(Y)))
     return Y + F_ if first else F_
+
+
+def _second_residual_from_input(block, X, lens):
+    Z = block.addnorm1.ln(X)
+    Y = X + block.addnorm1.dropout(block.attention(Z, Z, Z, lens))
+    return X + block.addnorm2.dropout(block.ffn(block.addnorm2.ln(Y)))
 
 
 def _residual_from_normed(block, X, lens):
@@ -193,29 +212,101 @@ def _block(cls, dropout, case):
 _FORMULA = ("Y = X + dropout1(attention(LN1(X), LN1(X), LN1(X), valid_lens)), then "
             "Y + dropout2(ffn(LN2(Y))), with LN1 = self.addnorm1.ln, LN2 = self.addnorm2.ln, "
             "dropout1 = self.addnorm1.dropout, dropout2 = self.addnorm2.dropout.")
+_NONE_HINT = ("valid_lens may be None (no padding: BERTModel passes None by default, and the "
+              "chapter's post-LN block accepts it): hand it on to self.attention as it is, "
+              "which handles None, without calling methods on it.")
+
+
+def _modes(block):
+    return {name: module.training for name, module in block.named_modules()}
+
+
+def _run(block, X, valid_lens, case):
+    """Call the learner's block; its forward must leave every module's train/eval mode as
+    the caller set it (a forward that calls self.eval() never drops anything)."""
+    before = _modes(block)
+    out = call(block, X, valid_lens, name="your block", case=case,
+               hint_on_error=(lambda error: _NONE_HINT) if valid_lens is None else None)
+    after = _modes(block)
+    changed = [name for name, mode in before.items() if after.get(name, mode) != mode]
+    if changed:
+        name, mode = changed[0], after[changed[0]]
+        which = "the block" if name == "" else f"self.{name}"
+        fail(f"on {case}, your block's forward switched {which} to "
+             f"{'train' if mode else 'eval'} mode (block.training was {before['']} before "
+             f"the call and is {after.get('', before[''])} after it): forward must leave the "
+             "mode as the caller set it.",
+             "model.train() and model.eval() belong to the caller (the training loop); "
+             "nn.Dropout follows the mode by itself, so forward needs no self.eval() or "
+             "self.train().")
+    expect_tensor(out, X.shape, what="the block's output", case=case)
+    return out
+
+
+def _lengths_used(block, X, out):
+    """The valid lengths [a, b] (1..n each) with which the reference gives `out`, or None."""
+    n = X.shape[1]
+    for a in range(1, n + 1):
+        for b in range(1, n + 1):
+            lens = torch.tensor([a, b])
+            if is_close(out, _reference_pre_norm(block, X, lens), atol=1e-4, rtol=1e-4):
+                return [a, b]
+    return None
+
+
+def _expect_eval_output(block, X, valid_lens, case, diagnose=True):
+    """Eval mode, no gradient: the output must be the reference's; if not, say why."""
+    with torch.no_grad():
+        out = _run(block, X, valid_lens, case)
+        expected = _reference_pre_norm(block, X, valid_lens)
+        if is_close(out, expected, atol=1e-4, rtol=1e-4) or not diagnose:
+            expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
+                         hint=_FORMULA)
+            return
+        given = valid_lens.tolist() if valid_lens is not None else None
+        used = _lengths_used(block, X, out) if valid_lens is not None else None
+        if used is not None:  # right, apart from the lengths the attention was given
+            probe_lens = torch.tensor([3, X.shape[1]])
+            probe = _run(block, X, probe_lens,
+                         f"the same X with valid_lens {probe_lens.tolist()}")
+            seen = _lengths_used(block, X, probe)
+            full = [X.shape[1]] * 2
+            if used == full and seen in (full, None):
+                fail(f"on {case}, your block ignores valid_lens: padded keys get attention "
+                     "(the output is the one without any lengths, also for valid_lens "
+                     f"{probe_lens.tolist()}).", "pass valid_lens on to self.attention.")
+            also = (f", and with valid_lens {probe_lens.tolist()} as if they were {seen}"
+                    if seen is not None else "")
+            fail(f"on {case}, your block masks the keys as if the lengths were {used}, not "
+                 f"valid_lens {given}{also}: it passes other lengths to the attention.",
+                 "pass valid_lens on to self.attention unchanged: one length per example; "
+                 "MultiHeadAttention repeats them for the heads itself.")
+        for mistake, what, hint in _mistakes(block):
+            if is_close(out, mistake(X, valid_lens), atol=1e-4, rtol=1e-4):
+                fail(f"on {case}, {what}", hint)
+        expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
+                     hint=_FORMULA + " Each residual adds its sublayer's un-normalised input: "
+                     "X around the attention, Y around the FFN.")
 
 
 @checker("PreNormEncoderBlock")
 def check_pre_norm_block(cls):
     """Check `cls(num_hiddens, ffn_num_hiddens, num_heads, dropout)`: a TransformerEncoderBlock
     whose forward is pre-LayerNorm, X + Dropout(Sublayer(LayerNorm(X))), for both sublayers:
-    in eval mode, its gradients, and in train mode with dropout 0.5 (same random seed as the
-    reference, so the dropout masks must fall where the reference's do)."""
+    in eval mode (with valid_lens [6, 3], [3, 6] and None), its gradients, in eval mode with
+    dropout 0.5 (no dropout then), and in train mode with dropout 0.5 (same random seed as the
+    reference, so the dropout masks must fall where the reference's do). Forward must leave
+    the block's train/eval mode as it was."""
     block = _block(cls, 0.0, "PreNormEncoderBlock(16, 32, 4, 0.0)").eval()
     g = torch.Generator().manual_seed(1)
     X = 3 + 2 * torch.randn(2, 6, 16, generator=g)  # far from mean 0, std 1
     valid_lens = torch.tensor([6, 3])
     case = "X of shape (2, 6, 16) with valid_lens [6, 3]"
-    with torch.no_grad():
-        out = call(block, X, valid_lens, name="your block", case=case)
-        expect_tensor(out, X.shape, what="the block's output", case=case)
-        expected = _reference_pre_norm(block, X, valid_lens)
-        if not is_close(out, expected, atol=1e-4, rtol=1e-4):
-            for mistake, what, hint in _mistakes(block):
-                if is_close(out, mistake(X, valid_lens), atol=1e-4, rtol=1e-4):
-                    fail(f"on {case}, {what}", hint)
-        expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
-                     hint=_FORMULA + " The residual adds the un-normalised X.")
+    _expect_eval_output(block, X, valid_lens, case)
+    _expect_eval_output(block, X, torch.tensor([3, 6]),
+                        "X of shape (2, 6, 16) with valid_lens [3, 6]")
+    _expect_eval_output(block, X, None, "X of shape (2, 6, 16) with valid_lens=None",
+                        diagnose=False)
     expect_gradients(lambda x: block(x, valid_lens),
                      lambda x: _reference_pre_norm(block, x, valid_lens), [("X", X)],
                      params=[(name, p) for name, p in block.named_parameters()],
@@ -226,13 +317,26 @@ def check_pre_norm_block(cls):
                                 "through both the residual and the sublayer.")
 
     p = 0.5
-    block = _block(cls, p, f"PreNormEncoderBlock(16, 32, 4, {p})").train()
+    block = _block(cls, p, f"PreNormEncoderBlock(16, 32, 4, {p})").eval()
+    case = f"X of shape (2, 6, 16) with valid_lens [6, 3], dropout {p}, eval mode"
+    with torch.no_grad():
+        first = _run(block, X, valid_lens, case)
+        second = _run(block, X, valid_lens, case + ", called again")
+        expected = _reference_pre_norm(block, X, valid_lens)
+    if not torch.equal(first, second) or not is_close(first, expected, atol=1e-4, rtol=1e-4):
+        random = "changes from call to call" if not torch.equal(first, second) else \
+            "differs from the block's output without dropout"
+        fail(f"on {case}, your block's output {random}: dropout must be off in eval mode.",
+             "use the block's nn.Dropout modules, self.addnorm1.dropout and "
+             "self.addnorm2.dropout, which follow block.train() and block.eval(); "
+             "F.dropout(x, p) is always on unless you pass training=self.training.")
+
+    block.train()
     case = f"X of shape (2, 6, 16) with valid_lens [6, 3], dropout {p}, train mode, the same " \
            "random seed as the reference"
     with torch.no_grad():
         with seeded(7):
-            out = call(block, X, valid_lens, name="your block", case=case)
-        expect_tensor(out, X.shape, what="the block's output", case=case)
+            out = _run(block, X, valid_lens, case)
         with seeded(7):
             expected = _reference_pre_norm(block, X, valid_lens)
         if is_close(out, expected, atol=1e-4, rtol=1e-4):
