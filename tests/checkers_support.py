@@ -73,3 +73,28 @@ def accepts(checker, fn, *args):
     result = run(checker, fn, *args)
     assert result == f"{result.split(':')[0]}: all checks passed.", result
     return result
+
+
+def redteam_files(round_name):
+    """Every file of one red-team round, tests/checker_redteam/<round_name>_*.py, as
+    (module name, checker): the checker is the one the file's CHECK names, in the module
+    its CHECK_MOD names (book.checks by default), as the exercise notebook calls it."""
+    files = []
+    for path in sorted(REDTEAM.glob(f"{round_name}_*.py")):
+        module = _module(path.stem)
+        checker_module = importlib.import_module(getattr(module, "CHECK_MOD", "book.checks"))
+        files.append((path.stem, getattr(checker_module, module.CHECK)))
+    return files
+
+
+def redteam_params(round_name, kinds):
+    """pytest params (checker, fn) for every entry of a round whose name starts with one of
+    `kinds` (W_ wrong; C_ and O_ right; S_ right output against the wording: not tested)."""
+    params = []
+    for module_name, checker in redteam_files(round_name):
+        entries = vars(_module(module_name))
+        params += [pytest.param(checker, fn, id=f"{module_name}.{name}")
+                   for name, fn in entries.items()
+                   if name[:2] in kinds and callable(fn)
+                   and getattr(fn, "__module__", None) == module_name]
+    return params

@@ -150,7 +150,7 @@ WRONG_MASKINGS = {
     "labels on unmasked positions": (masking(label_all=True), "only the chosen 15%"),
     "label 0 instead of -100": (masking(unchosen_label=0), "-100"),
     "random token may be special": (masking(random_from=0), "special token"),
-    "always the same random token": (one_random_token, "equal the original too often"),
+    "always the same random token": (one_random_token, "are not spread over the 60"),
     "a fixed pattern": (every_seventh, "gave the same masks"),
     "changes its input": (in_place, "changed its argument `tokens` in place"),
     "returns only the inputs": (lambda t, v: mask_tokens(t, v)[0], "tuple"),
@@ -163,7 +163,7 @@ WRONG_MASKINGS = {
     "the unchanged 10% without labels": (mask_only_the_masked, "must still have a label"),
     "80/10/10 decision per column": (action_per_column, "[MASK] share of the chosen"),
     "random token taken from the same row": (from_the_row, "taken from the batch or the row"),
-    "spans of three tokens": (spans_of_three, "share of ordinary positions chosen"),
+    "spans of three tokens": (spans_of_three, "positions are chosen together"),
 }
 
 R1_EXPECTED = {
@@ -411,3 +411,37 @@ def test_check_bert_param_count_rejects_round2(fn):
 @pytest.mark.parametrize("fn", _round2("round2_ch08_count", ("C_", "O_", "Q_")))
 def test_check_bert_param_count_accepts_round2_right_solutions(fn):
     accepts(checks.check_bert_param_count, fn)
+
+
+# -- Round 4 red team (tests/checker_redteam/round4_ch08_*.py; every entry runs in
+# tests/test_checks_round4.py): the messages name the fault ------------------------------
+
+def test_round4_masking_messages_name_the_fault():
+    from checker_redteam import round4_ch08_mlm_masking as r4
+
+    rejects(checks.check_mlm_masking, r4.W_05_random_token_per_row,
+            "pairs of random replacements that share a row", "not one per row")
+    rejects(checks.check_mlm_masking, r4.W_36_random_tokens_cached_after_choices,
+            "got the same token both times", "anew at every call")
+    rejects(checks.check_mlm_masking, r4.W_18_random_tokens_from_position_hash,
+            "got the same token both times")
+    rejects(checks.check_mlm_masking, r4.W_29_ordinary_off_by_one,
+            "was never chosen", ">=, not >")
+    rejects(checks.check_mlm_masking, r4.W_37_random_not_restricted_to_chosen,
+            "but has label -100: only chosen positions may change")
+
+
+def test_round4_masking_accepts_other_orders_of_the_draws():
+    """The global generators are seeded with CHECK_SEED, not the batch's seed: a right
+    solution that draws in another order was rejected when the two streams coincided."""
+    from checker_redteam import round4_ch08_mlm_masking as r4
+
+    for fn in (r4.O_25_random_tokens_drawn_first, r4.O_26_action_drawn_first,
+               r4.O_27_randint_scalar_then_C01):
+        accepts(checks.check_mlm_masking, fn)
+
+
+def test_round4_count_overflow_is_named():
+    from checker_redteam import round4_ch08_bert_param_count as r4
+
+    rejects(checks.check_bert_param_count, r4.W_20_int32_overflow, "overflowed a 32-bit")

@@ -25,8 +25,18 @@ are seeded first, so the verdict is the same on every run) and tests, on the poo
     their own row (about 23%)                   5.5 SE + slack < 4e-8 (normal)
   count of each of the 60 ordinary ids among
     the replacements (mean about 66)            5 to 123       4.5e-9 (exact binomial)
+  every ordinary id (each occurs 900 times or
+    more) chosen at least once                  -              0.85^300 < 1e-21
+  replacements in one row agreeing (1/60)       > 1/4 of >= 50
+                                                pairs          < 3e-12 (binomial)
+  replacements of one position in two calls
+    agreeing (1/60)                             > 1/2 of >= 20 < 1e-13 x 3 pairs of calls
   total                                                        < 4.1e-7, below one in a
                                                                million
+
+The dispersion indices are computed at the observed (pooled) rates, and the tests that find a
+structural fault (which positions, which rows, which replacements) run before the overall
+rates, which such a fault also disturbs: their messages name the fault.
 
 The dispersion index of counts c_r ~ Binomial(m_r, p) over independent rows is
 D = mean_r (c_r - m_r p)^2 / (m_r p (1 - p)): its mean is exactly 1 and its variance is
@@ -50,6 +60,7 @@ IGNORE = -100
 SE_TOLERANCE = 5.5      # the rates and dispersion indices
 COLUMN_TOLERANCE = 6.0  # the largest of the 32 per-column z-scores
 CALLS = 3
+MIN_OCCURRENCES = 300  # an id this frequent must be chosen at least once
 P_CHOOSE, P_MASK, P_KEEP = 0.15, 0.8, 0.1
 
 
@@ -139,6 +150,14 @@ def _check_labels(inputs, labels, tokens, vocab):
              " only the chosen 15% get one (their original token); every other position "
              "gets -100 (book.bert.IGNORE), which cross_entropy(..., ignore_index=-100) "
              "skips.")
+    if (changed & ~labelled).any():
+        i, j = (changed & ~labelled).nonzero()[0].tolist()
+        fail(f"position [{i}, {j}] was changed (from {tokens[i, j].item()} to "
+             f"{inputs[i, j].item()}) but has label -100: only chosen positions may change "
+             "([MASK] or a random token), and every chosen one is predicted, so its label "
+             "is the original token.",
+             "apply the 80/10/10 decision only where `chosen` is true, e.g. "
+             "torch.where(chosen & (u < 0.8), vocab.mask, inputs).")
     touched = (changed | labelled) & special
     if touched.any():
         i, j = touched.nonzero()[0].tolist()
@@ -147,11 +166,6 @@ def _check_labels(inputs, labels, tokens, vocab):
              f"changed it or gave it a label. [CLS], [SEP], [PAD] and [UNK] are never "
              "predicted; choose only ordinary tokens.",
              "ordinary tokens are those with id >= vocab.num_specials.")
-    if (changed & ~labelled).any():
-        i, j = (changed & ~labelled).nonzero()[0].tolist()
-        fail(f"position [{i}, {j}] was changed (from {tokens[i, j].item()} to "
-             f"{inputs[i, j].item()}) but has label -100: every position you change must be "
-             "predicted, so its label is the original token.")
     wrong_label = labelled & (labels != tokens)
     if wrong_label.any():
         i, j = wrong_label.nonzero()[0].tolist()
@@ -212,7 +226,7 @@ def check_mlm_masking(fn):
     busy = ordinary.sum(0) > 0
     pooled = n_chosen / max(n_ord, 1)  # homogeneity: each column against the pooled rate
     col_z = torch.tensor([_z(int(labelled[:, j].sum()), int(ordinary[:, j].sum()), pooled)
-                          for j in range(T.shape[1]) if busy[j]])
+                          for j in range(T.shape[1]) if busy[j] and 0 < pooled < 1])
     if 0 < pooled < 1 and col_z.numel() and col_z.abs().max() > COLUMN_TOLERANCE:
         col_rates = labelled.sum(0)[busy].double() / ordinary.sum(0)[busy].double()
         fail("the chosen share differs between positions in the sequence more than chance "
@@ -220,15 +234,9 @@ def check_mlm_masking(fn):
              f"{col_z.abs().max():.1f}, tolerance {COLUMN_TOLERANCE}): choose the positions "
              "at random, not by a fixed pattern or one draw per column.")
 
-    rate = n_chosen / max(n_ord, 1)
-    if abs(_z(n_chosen, n_ord, P_CHOOSE)) > SE_TOLERANCE:
-        _rate_fail("the share of ordinary positions chosen (labelled)", rate, P_CHOOSE, n_ord,
-                   f"{SE_TOLERANCE} standard errors",
-                   "choose each ordinary position with probability 0.15, e.g. "
-                   "torch.rand(tokens.shape) < 0.15, and label every chosen one.")
-
+    _check_every_ordinary_id_chosen(T, labelled, vocab)
     rows_c, rows_m = labelled.sum(1), ordinary.sum(1)
-    D, se = _dispersion(rows_c, rows_m, P_CHOOSE)
+    D, se = _dispersion(rows_c, rows_m, pooled) if 0 < pooled < 1 else (1.0, 1.0)
     if abs(D - 1) > SE_TOLERANCE * se:
         if D > 1:
             why = ("the rows differ more than independent choices allow: positions are "
@@ -243,34 +251,23 @@ def check_mlm_masking(fn):
              "draw one random number per position (torch.rand(tokens.shape) < 0.15), not "
              "per row, and do not fix the count.")
 
+    rate = n_chosen / max(n_ord, 1)
+    if abs(_z(n_chosen, n_ord, P_CHOOSE)) > SE_TOLERANCE:
+        _rate_fail("the share of ordinary positions chosen (labelled)", rate, P_CHOOSE, n_ord,
+                   f"{SE_TOLERANCE} standard errors",
+                   "choose each ordinary position with probability 0.15, e.g. "
+                   "torch.rand(tokens.shape) < 0.15, and label every chosen one.")
+
     mask_share = to_mask.sum().item() / max(n_chosen, 1)
     keep_share = kept.sum().item() / max(n_chosen, 1)
     seen = (f"[MASK] {mask_share:.1%}, random {to_random.sum().item() / max(n_chosen, 1):.1%}"
             f", unchanged {keep_share:.1%}")
     split_hint = ("draw one uniform number per chosen position: < 0.8 -> [MASK], 0.8 to 0.9 "
                   "-> a random ordinary token, otherwise keep the token.")
-    if abs(_z(to_mask.sum().item(), n_chosen, P_MASK)) > SE_TOLERANCE:
-        fail(f"of the chosen positions, expected 80% [MASK], 10% a random token, 10% "
-             f"unchanged; got {seen} ({abs(_z(to_mask.sum().item(), n_chosen, P_MASK)):.1f} "
-             f"standard errors off for [MASK], tolerance {SE_TOLERANCE}).", split_hint)
-    q = 1 / (len(vocab) - vocab.num_specials)  # chance that a random token is the original
-    centre, slack = P_KEEP * (1 + q / 2), P_KEEP * q / 2
-    se_keep = math.sqrt(centre * (1 - centre) / max(n_chosen, 1))
-    if abs(keep_share - centre) > slack + SE_TOLERANCE * se_keep:
-        fail(f"of the chosen positions, expected 80% [MASK], 10% a random token, 10% "
-             f"unchanged; got {seen} (the unchanged share is "
-             f"{abs(keep_share - centre) / se_keep:.1f} standard errors off, tolerance "
-             f"{SE_TOLERANCE}).", split_hint + (
-                 " If your split is right, your random tokens equal the original too often: "
-                 "a replacement drawn uniformly from the 60 ordinary ids equals it 1 time in "
-                 "60, whatever the batch holds; one fixed token, or tokens copied from the "
-                 "batch, match the frequent ids far more often." if keep_share > centre
-                 else ""))
-
     col_mask = labelled.sum(0) > 0
     pooled_mask = to_mask.sum().item() / max(n_chosen, 1)
     mask_z = torch.tensor([_z(int(to_mask[:, j].sum()), int(labelled[:, j].sum()), pooled_mask)
-                           for j in range(T.shape[1]) if col_mask[j]])
+                           for j in range(T.shape[1]) if col_mask[j] and 0 < pooled_mask < 1])
     if 0 < pooled_mask < 1 and mask_z.numel() and mask_z.abs().max() > COLUMN_TOLERANCE:
         shares = to_mask.sum(0)[col_mask].double() / labelled.sum(0)[col_mask].double()
         fail("the [MASK] share of the chosen positions differs between positions in the "
@@ -279,12 +276,18 @@ def check_mlm_masking(fn):
              f"{COLUMN_TOLERANCE}): the 80/10/10 decision is not drawn for each position.",
              split_hint)
 
-    D2, se2 = _dispersion(to_mask.sum(1), labelled.sum(1), P_MASK)
+    D2, se2 = _dispersion(to_mask.sum(1), labelled.sum(1), pooled_mask) \
+        if 0 < pooled_mask < 1 else (1.0, 1.0)
     if abs(D2 - 1) > SE_TOLERANCE * se2:
         fail(f"the [MASK] count among each row's chosen positions spreads with a dispersion "
              f"index of {D2:.2f}; independent 80/10/10 decisions give 1 +- {se2:.3f}: the "
              "decision is not drawn for each position on its own (e.g. once per row).",
              split_hint)
+
+    if abs(_z(to_mask.sum().item(), n_chosen, P_MASK)) > SE_TOLERANCE:
+        fail(f"of the chosen positions, expected 80% [MASK], 10% a random token, 10% "
+             f"unchanged; got {seen} ({abs(_z(to_mask.sum().item(), n_chosen, P_MASK)):.1f} "
+             f"standard errors off for [MASK], tolerance {SE_TOLERANCE}).", split_hint)
 
     replacements = inputs[to_random]
     counts = torch.bincount(replacements - vocab.num_specials,
@@ -302,6 +305,72 @@ def check_mlm_masking(fn):
              "not tokens taken from the batch or the row (the test batch's ids are far "
              "from uniform).")
     _check_replacements_not_from_the_row(T, inputs, to_random, vocab)
+    _check_replacements_drawn_anew(inputs, to_random, vocab)
+
+    q = 1 / (len(vocab) - vocab.num_specials)  # chance that a random token is the original
+    centre, slack = P_KEEP * (1 + q / 2), P_KEEP * q / 2
+    se_keep = math.sqrt(centre * (1 - centre) / max(n_chosen, 1))
+    if abs(keep_share - centre) > slack + SE_TOLERANCE * se_keep:
+        fail(f"of the chosen positions, expected 80% [MASK], 10% a random token, 10% "
+             f"unchanged; got {seen} (the unchanged share is "
+             f"{abs(keep_share - centre) / se_keep:.1f} standard errors off, tolerance "
+             f"{SE_TOLERANCE}).", split_hint + (
+                 " If your split is right, your random tokens equal the original too often: "
+                 "a replacement drawn uniformly from the 60 ordinary ids equals it 1 time in "
+                 "60, whatever the batch holds; one fixed token, or tokens copied from the "
+                 "batch, match the frequent ids far more often." if keep_share > centre
+                 else ""))
+
+
+def _check_every_ordinary_id_chosen(T, labelled, vocab):
+    """An id that occurs MIN_OCCURRENCES times or more is chosen at least once, except with
+    probability 0.85^300 < 1e-21."""
+    ids = T[T >= vocab.num_specials]
+    occurrences = torch.bincount(ids, minlength=len(vocab))
+    chosen = torch.bincount(T[labelled], minlength=len(vocab))
+    never = ((occurrences >= MIN_OCCURRENCES) & (chosen == 0)).nonzero().flatten()
+    if len(never):
+        i = never[0].item()
+        fail(f"the ordinary token {vocab.idx_to_token[i]} (id {i}) occurs "
+             f"{occurrences[i].item():,} times in the batch but was never chosen: every "
+             "ordinary token may be chosen.",
+             "ordinary ids are those >= vocab.num_specials (the first ordinary id is "
+             "vocab.num_specials itself: >=, not >).")
+
+
+def _check_replacements_drawn_anew(inputs, to_random, vocab):
+    """Each random replacement is a fresh uniform draw, so two of them agree 1 time in 60:
+    two in the same row, and the two replacements of one position in two calls. A token per
+    row, a token computed from the position, or a table kept between calls agree far more
+    often. Failing needs an agreement share above 1/4 over at least 50 pairs or above 1/2 over
+    at least 20 positions; for a right solution (agreement 1/60, or 1/59 for one that avoids
+    the original token) the binomial tails are below 3e-12 and 1e-13."""
+    k = len(vocab) - vocab.num_specials
+    counts = torch.zeros(inputs.shape[0], len(vocab))
+    counts.index_put_((to_random.nonzero()[:, 0], inputs[to_random]),
+                      torch.ones(int(to_random.sum())), accumulate=True)   # (rows, ids)
+    per_row = counts.sum(1)
+    pairs = (per_row * (per_row - 1) / 2).sum().item()
+    equal = (counts * (counts - 1) / 2).sum().item()
+    if pairs >= 50 and equal / pairs > 0.25:
+        fail(f"{equal:,.0f} of the {pairs:,.0f} pairs of random replacements that share a row "
+             f"are the same token ({equal / pairs:.0%}); independent draws from the {k} "
+             f"ordinary tokens agree 1 time in {k}.",
+             "draw one random token per position, e.g. torch.randint(vocab.num_specials, "
+             "len(vocab), tokens.shape), not one per row.")
+    calls = inputs.view(CALLS, -1, inputs.shape[1])
+    random_in = to_random.view(CALLS, -1, inputs.shape[1])
+    for a in range(CALLS):
+        for b in range(a + 1, CALLS):
+            both = random_in[a] & random_in[b]
+            n = int(both.sum())
+            same = int((calls[a][both] == calls[b][both]).sum())
+            if n >= 20 and same / n > 0.5:
+                fail(f"{same} of the {n} positions that got a random token in both call "
+                     f"{a + 1} and call {b + 1} got the same token both times; fresh draws "
+                     f"from the {k} ordinary tokens agree 1 time in {k}.",
+                     "draw the replacement tokens anew at every call: no table kept between "
+                     "calls, no token computed from the position.")
 
 
 def _check_replacements_not_from_the_row(T, inputs, to_random, vocab):
@@ -454,9 +523,11 @@ def _building_refused():
 def check_bert_param_count(fn):
     """Check `fn(vocab_size, num_hiddens, ffn_num_hiddens, num_blks, max_len)` -> int, the
     number of parameters of book.bert.BERTModel, against the model itself (meta device), on
-    five configurations; a wrong count is matched against the usual slips on all five."""
+    six configurations, the last above 2^31 parameters (a count in int32 overflows there); a
+    wrong count is matched against the usual slips on all six."""
     cases = [(100, 16, 40, 1, 20), (500, 32, 64, 3, 64), (1293, 128, 256, 2, 64),
-             (30522, 768, 3072, 12, 512), (30522, 1024, 4096, 24, 512)]
+             (30522, 768, 3072, 12, 512), (30522, 1024, 4096, 24, 512),
+             (250000, 4096, 16384, 48, 2048)]
     expected = [_reference_param_count(*c) for c in cases]
     got, returned = [], []
     why = "the exercise asks for the count by formula (do not build the model)."
@@ -480,6 +551,11 @@ def check_bert_param_count(fn):
                     f"max_len={P}")
             diff = count - want
             break
+    if diff % 2 ** 32 == 0:  # the right count, wrapped around in 32-bit integers
+        fail(f"bert_param_count gives {count:,} on {case}; the model has {want:,}: your "
+             "count overflowed a 32-bit integer (it wraps around beyond 2^31 - 1).",
+             "compute with Python ints (int(...) of every argument), not numpy.int32 or "
+             "torch.int32 values.")
     floating = isinstance(value, float) or (isinstance(value, torch.Tensor)
                                             and value.is_floating_point()) \
         or type(value).__module__ == "numpy" and "float" in type(value).__name__
@@ -493,7 +569,7 @@ def check_bert_param_count(fn):
     slips = _named_slips(got, cases)
     slips = slips if len(slips) <= 3 else []  # too many ways to get there: say nothing
     direction = f"{-diff:,} too few" if diff < 0 else f"{diff:,} too many"
-    hint = ("on all five configurations your count equals a count that "
+    hint = (f"on all {len(cases)} configurations your count equals a count that "
             + "; or one that ".join(slips) + "." if slips else
             "count part by part: embeddings (token, segment, position, LayerNorm), num_blks x "
             "(attention 4(H^2+H), FFN H*F+F + F*H+H, two LayerNorms 2 x 2H), pooler H^2+H, MLM "
