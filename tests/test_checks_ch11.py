@@ -267,3 +267,42 @@ def test_grouped_query_attention_round3_messages():
     from checker_redteam.round3_ch11_gqa import W_05_no_max_subtraction, W_07_output_float32
     rejects(check_grouped_query_attention, W_05_no_max_subtraction, "exp() overflows")
     rejects(check_grouped_query_attention, W_07_output_float32, "float64")
+
+
+# -- Round 4 red team (tests/checker_redteam/round4_ch11_*.py; tests/test_checks_round4.py
+# runs every W_, C_ and O_ entry) --------------------------------------------------------
+
+def test_online_softmax_round4_causal_masks_are_named():
+    """The causal mistakes of round 4 once got the generic recipe: the message now names the
+    mask that was used, or says the causal mask is at fault when only causal cases fail."""
+    from checker_redteam import round4_ch11_online_softmax as r4
+    rejects(check_online_softmax_attention, r4.W_05_causal_off_by_one, "sees key i + 1",
+            "index in the whole sequence")
+    rejects(check_online_softmax_attention, r4.W_06_block_level_causal, "whole blocks of keys")
+    rejects(check_online_softmax_attention, r4.W_23_causal_mask_block_local_index,
+            "place inside its block")
+    # A causal mask none of the named ones matches (query i sees keys j <= i - 2, i >= 2;
+    # query 0 and 1 see key 0): the generic causal message.
+    odd = lambda *a, **k: online(  # noqa: E731
+        *a, mask=lambda c, r: (c > r - 2) & (c > 0), **k)
+    rejects(check_online_softmax_attention, odd, "while every case with causal=False passed",
+            "causal mask")
+
+
+def test_online_softmax_round4_memory_holes():
+    """A precomputed (n, n) causal mask and blocks of queries against all keys (against the
+    wording) passed round 4's memory case, measured only with causal=False and n x n."""
+    from checker_redteam import round4_ch11_online_softmax as r4
+    text = rejects(check_online_softmax_attention, r4.W_24_full_causal_mask_precomputed,
+                   "causal, the peak memory", "the causal mask takes the memory")
+    assert "block by block" in text
+    rejects(check_online_softmax_attention, r4.S_02_query_chunks_exact_softmax,
+            "64 queries, 8192 keys", "cut the keys")
+
+
+def test_grouped_query_attention_round4_messages():
+    from checker_redteam import round4_ch11_gqa as r4
+    rejects(check_grouped_query_attention, r4.W_21_view_flatten_heads, "not contiguous",
+            "use .reshape")
+    rejects(check_grouped_query_attention, r4.W_22_repeated_kv_cached_by_shape,
+            "an earlier call with the same shapes")

@@ -447,3 +447,18 @@ def test_check_unpatchify_accepts_round3_right_solutions(fn):
 def test_unpatchify_without_a_height_check_is_rejected_when_the_patch_count_fits():
     from checker_redteam.round3_ch12_unpatchify import W_05_no_HW_check
     rejects(checks.check_unpatchify, W_05_no_HW_check, "not a multiple")
+
+
+# -- Round 4 red team (tests/checker_redteam/round4_ch12_*.py; tests/test_checks_round4.py
+# runs every W_, C_ and O_ entry) --------------------------------------------------------
+
+def test_unpatchify_round4_square_patch_count_on_a_non_square_image():
+    from checker_redteam.round4_ch12_unpatchify import W_10_square_from_sqrt_N
+    rejects(checks.check_unpatchify, W_10_square_from_sqrt_N, "image_size=(4, 16)",
+            "need not be equal")
+
+
+def test_unpatchify_round4_wrong_patch_count_whose_total_divides():
+    from checker_redteam.round4_ch12_unpatchify import W_19_channels_from_total_size
+    rejects(checks.check_unpatchify, W_19_channels_from_total_size, "instead of an error",
+            "12 patches of 2 x 2, but 3 were given")

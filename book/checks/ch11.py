@@ -38,6 +38,13 @@ HINT = ("for each block of keys: scores s = Q K_j^T / sqrt(d) (masked with -inf 
         "acc / l.")
 
 
+def _masked(Q, K, V, visible):
+    """softmax(Q K^T / sqrt(d)) V in float64 where only the keys visible[i, j] count."""
+    scores = Q.double() @ K.double().transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    weights = torch.softmax(scores.masked_fill(~visible, float("-inf")), -1)
+    return weights.nan_to_num(0.0) @ V.double()
+
+
 def _variant(Q, K, V, block, causal, rescale_sum=True, rescale_acc=True, per_block=False):
     """The online pass in float64 with one of its common mistakes."""
     Q, K, V = Q.double(), K.double(), V.double()
@@ -96,6 +103,23 @@ def _diagnose(out, Q, K, V, block, causal, case):
             fail(f"the output is wrong on {case}: query i sees the keys j >= i, the "
                  "future.",
                  "mask the keys j > i (above the diagonal), not those below it.")
+        rows, cols = torch.arange(Q.shape[1])[:, None], torch.arange(n)[None, :]
+        global_j = ("query i sees key j when j <= i, with j the key's index in the whole "
+                    "sequence: for the block that starts at key `start`, compare "
+                    "torch.arange(start, start + K_block.shape[1]) with "
+                    "torch.arange(num_queries)[:, None].")
+        wrong_masks = [
+            (cols <= rows + 1, "query i also sees key i + 1, one key in the future"),
+            (cols < (rows // block + 1) * block,
+             "the mask is applied to whole blocks of keys: query i sees every key of the "
+             "block that holds key i, also those after i"),
+            (cols % block <= rows,
+             "the mask compares the query index i with the key's place inside its block "
+             "(0 .. block_size - 1), not with its index j in the whole sequence"),
+        ]
+        for visible, what in wrong_masks:
+            if same(_masked(Q, K, V, visible)):
+                fail(f"the output is wrong on {case}: {what}.", global_j)
     cut = n - n % block
     if n % block and cut and same(_attention(Q, K[:, :cut], V[:, :cut], causal)):
         fail(f"the output is wrong on {case}: the last, shorter block of keys "
@@ -104,6 +128,10 @@ def _diagnose(out, Q, K, V, block, causal, case):
              "K[:, j:j + block_size] is simply shorter at the end.")
     if Q.shape[1] > 1 and same(_attention(Q, K, V, causal, dim=-2)):
         fail(f"the softmax runs over the queries, not the keys, on {case}.")
+    if causal:
+        fail(f"the output is wrong on {case}, while every case with causal=False passed: "
+             "the fault is most likely in the causal mask. Query i must see exactly the "
+             "keys j <= i.", global_j)
 
 
 def _call_online(fn, Q, K, V, block, causal, case):
@@ -179,7 +207,8 @@ def check_online_softmax_attention(fn):
     over blocks of keys with a running max, sum and weighted sum. Equal to full attention
     (block sizes 1, 3, 4, 16 and larger than n, a shorter last block, scores of 1e4 and of
     -5000), the causal variant (key j <= query i), gradients, and a peak memory bounded by
-    the block size: no (n, n) matrix."""
+    the block size: no (n, n) matrix or mask, and no (num_queries, num_keys) scores for
+    few queries and many keys."""
     for case, (Q, K, V), block, causal in _online_cases():
         out = _call_online(fn, Q, K, V, block, causal, case)
         large = Q.abs().max() * K.abs().max() > 100
@@ -202,33 +231,63 @@ def check_online_softmax_attention(fn):
                              nan_hint="a NaN hidden in the forward pass (exp(-inf + inf) "
                                       "replaced afterwards) still flows through the "
                                       "backward: subtract a safe max instead.")
+    # Peak memory, measured above the inputs. A loop over key blocks holds a few
+    # (num_queries, block_size) tensors at once (the scores, their exponentials, masks; twice
+    # as many in float64): 16 blocks, plus a few times the inputs and output (copies, float64
+    # copies), is generous. Measured peaks at n = 1024, d = 16, block 16 (budget 1.5 MiB,
+    # the score matrix 4 MiB): the reference 0.4 MiB, float64 accumulators 0.8 MiB, a fixed
+    # block of 128 2.1 MiB, the whole matrix (scores and weights) 8 MiB, a precomputed
+    # float (n, n) causal mask (4 MiB) 8 MiB with causal=True. With 64 queries against 8192
+    # keys (d = 2, block 64; budget 0.77 MiB): the reference 0.07 MiB, everything in float64
+    # 0.38 MiB, blocks of queries against all keys (the (64, 8192) scores are 2 MiB) 4 MiB.
     n, d, block = 1024, 16, 16
     X = torch.randn(1, n, d, generator=g)
-    full = n * n * 4  # bytes of one float32 (n, n) score matrix
-    one = n * block * 4  # bytes of one block's float32 (n, block_size) scores
-    # A loop over key blocks holds a few (n, block_size) tensors at once (the scores, their
-    # exponentials, masks; twice as many in float64): 16 blocks, plus twice the inputs and
-    # output, is generous (1.5 MiB, the score matrix 4 MiB). Measured peaks: the reference
-    # 0.4 MiB, float64 accumulators 0.8 MiB, a fixed block of 128 2.1 MiB, the whole matrix
-    # (scores and weights) 8 MiB.
-    budget = 16 * one + 2 * 4 * n * d * 4
+    for causal in (False, True):
+        _expect_memory(fn, X, X, X, block, causal, copies=2)
+    Q = torch.randn(1, 64, 2, generator=g)
+    K, V = torch.randn(1, 8192, 2, generator=g), torch.randn(1, 8192, 2, generator=g)
+    _expect_memory(fn, Q, K, V, 64, False, copies=4)
+
+
+def _expect_memory(fn, Q, K, V, block, causal, copies):
+    """The peak memory of fn(Q, K, V, block) must stay within 16 blocks of (num_queries,
+    block) float32 scores plus `copies` times the inputs and output."""
+    (b, m, d), n = Q.shape, K.shape[1]
+    full = b * m * n * 4  # bytes of the whole float32 score matrix
+    one = b * m * block * 4  # bytes of one block's float32 (num_queries, block_size) scores
+    inputs = 4 * (Q.numel() + K.numel() + V.numel() + b * m * V.shape[-1])
+    budget = 16 * one + copies * inputs
     with forbidden(SDPA, SDPA_WHY):
-        peak = peak_memory(lambda: fn(X, X, X, block, causal=False))
-    if peak > budget:
-        if peak >= 0.9 * full:
-            what = (f"{peak / full:.1f} times the whole {n} x {n} score matrix "
-                    f"({full / 2**20:.0f} MiB): your function builds (nearly) all of it.")
-        else:
-            what = (f"as much as {peak / one:.0f} blocks of scores at once: does it use "
-                    f"block_size for the blocks (not a fixed size) and keep only one "
-                    f"block's scores at a time?")
-        fail(f"on batch 1, {n} queries and keys, d={d}, block_size={block}, the peak "
-             f"memory was {peak / 2**20:.2f} MiB, more than the budget of "
-             f"{budget / 2**20:.2f} MiB (16 blocks of n x block_size float32 scores, "
-             f"{one / 2**20:.3f} MiB each, plus twice the inputs and output); that is "
-             f"{what}",
-             "compute the scores of one block of keys only, Q @ K[:, j:j + block_size]^T, "
-             "inside the loop, and keep only the running max, sum and weighted sum.")
+        peak = peak_memory(lambda: fn(Q, K, V, block, causal=causal))
+    if peak <= budget:
+        return
+    if m == n:
+        case = f"batch {b}, {n} queries and keys, d={d}, block_size={block}"
+    else:
+        case = f"batch {b}, {m} queries, {n} keys, d={d}, block_size={block}"
+    case += ", causal" if causal else ""
+    if causal:  # the same call with causal=False passed
+        what = (f"{peak / full:.1f} times the whole {m} x {n} score matrix, while with "
+                "causal=False it stayed within the budget: the causal mask takes the memory.")
+    elif peak >= 0.9 * full:
+        what = (f"{peak / full:.1f} times the whole {m} x {n} score matrix "
+                f"({full / 2**20:.0f} MiB): your function builds (nearly) all of it.")
+    else:
+        what = (f"as much as {peak / one:.0f} blocks of scores at once: does it use "
+                f"block_size for the blocks (not a fixed size) and keep only one "
+                f"block's scores at a time?")
+    hint = ("compute the scores of one block of keys only, Q @ K[:, j:j + block_size]^T, "
+            "inside the loop, and keep only the running max, sum and weighted sum.")
+    if m < n:
+        hint += (" Cutting the queries into blocks does not help when there are few queries "
+                 "and many keys: cut the keys.")
+    if causal:
+        hint = ("build the causal mask block by block, from the key indices of the block "
+                "against the query indices, not as one num_queries x num_keys matrix.")
+    fail(f"on {case}, the peak memory was {peak / 2**20:.2f} MiB, more than the budget of "
+         f"{budget / 2**20:.2f} MiB (16 blocks of num_queries x block_size float32 scores, "
+         f"{one / 2**20:.3f} MiB each, plus {copies} times the inputs and output); that is "
+         f"{what}", hint)
 
 
 # -- Exercise 11.2: query heads sharing key-value heads ------------------------------------
@@ -267,7 +326,14 @@ def _gqa_cases():
              "float64 inputs", tuple(x.double() for x in qkv(1, 4, 2, 3, 5, 4))),
             ("batch 1, 4 query heads, 2 key-value heads, 3 queries, 6 keys, head size 8, "
              "Q and K times 10 (scores in the hundreds)",
-             tuple(x * c for x, c in zip(qkv(1, 4, 2, 3, 6, 8), (10, 10, 1))))]
+             tuple(x * c for x, c in zip(qkv(1, 4, 2, 3, 6, 8), (10, 10, 1)))),
+            ("batch 2, 4 query heads, 2 key-value heads, 5 queries, 6 keys, head size 3, "
+             "new Q, K and V of the same shapes as the first case", qkv(2, 4, 2, 5, 6, 3)),
+            ("batch 2, 6 query heads, 2 key-value heads, 5 queries, 7 keys, head size 4, "
+             "Q, K and V made by .transpose(1, 2) of (batch, positions, heads, head size) "
+             "tensors (not contiguous)",
+             tuple(x.transpose(1, 2).contiguous().transpose(1, 2)
+                   for x in qkv(2, 6, 2, 5, 7, 4)))]
 
 
 def _diagnose_heads(out, Q, K, V, case):
@@ -312,6 +378,14 @@ def _diagnose_heads(out, Q, K, V, case):
              "key-value head 0.", "share K exactly as V.")
 
 
+def _view_hint(error):
+    if "view" in str(error) and "stride" in str(error):
+        return ("Q, K and V need not be contiguous (a transpose(1, 2) of (batch, positions, "
+                "heads, head size) tensors is not): use .reshape, which copies only when it "
+                "must, rather than .view.")
+    return None
+
+
 @checker("grouped_query_attention")
 def check_grouped_query_attention(fn):
     """Check `fn(Q, K, V)` for Q (batch, num_heads, m, head_size) and K, V (batch,
@@ -319,10 +393,14 @@ def check_grouped_query_attention(fn):
     heads attends with one key-value head (query head i reads head i // group). Multi-query
     (one key-value head), grouped and plain multi-head cases, float64 inputs (the output
     keeps their dtype), scores in the hundreds (exp must not overflow); gradients."""
+    seen = {}  # the K and V of an earlier case, by shapes
     for case, (Q, K, V) in _gqa_cases():
         given = [Q.clone(), K.clone(), V.clone()]
+        if not Q.is_contiguous():
+            given = [x.transpose(1, 2).clone().transpose(1, 2) for x in given]
         with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
-            out = call(fn, *given, name="grouped_query_attention", case=case)
+            out = call(fn, *given, name="grouped_query_attention", case=case,
+                       hint_on_error=_view_hint)
         if isinstance(out, torch.Tensor) and out.dim() == 4 and out.shape[1] == K.shape[1] \
                 and K.shape[1] != Q.shape[1]:
             fail(f"the output has {out.shape[1]} heads on {case}, as many as the key-value "
@@ -341,11 +419,18 @@ def check_grouped_query_attention(fn):
             if not torch.equal(before, after):
                 fail(f"grouped_query_attention changed its argument {name} in place on "
                      f"{case}.")
+        shapes = (Q.shape, K.shape, V.shape)
         if not is_close(out, _gqa(Q, K, V), **tol):
+            if shapes in seen and is_close(out, _gqa(Q, *seen[shapes]), **tol):
+                fail(f"the output is wrong on {case}: it is the attention over the keys and "
+                     "values of an earlier call with the same shapes.",
+                     "compute the repeated K and V from the arguments on every call; do not "
+                     "keep them between calls.")
             _diagnose_heads(out, Q, K, V, case)
             expect_close(out, _gqa(Q, K, V), what="the output", case=case, **tol,
                          hint="softmax(Q K^T / sqrt(head size)) V, with K and V repeated "
                               "for each group of query heads (repeat_interleave).")
+        seen.setdefault(shapes, (K, V))
     g = torch.Generator().manual_seed(14)
     Q, K, V = (torch.randn(2, 4, 3, 2, generator=g), torch.randn(2, 2, 5, 2, generator=g),
                torch.randn(2, 2, 5, 2, generator=g))

@@ -17,8 +17,9 @@ from ._core import CheckFailed, call, expect_tensor, fail, passed
 
 # (batch, channels, height, width, patch_size): the chapter's digits first, then the inputs
 # that catch a solution right only on square images, one channel, batch 1 or one patch size.
+# (2, 3, 4, 16, 2) is not square but has a square number of patches, 2 x 8 = 16 (not 4 x 4).
 _CASES = [(2, 1, 8, 8, 2), (3, 3, 6, 10, 2), (1, 2, 12, 8, 4), (2, 1, 4, 4, 2),
-          (2, 3, 4, 6, 1), (2, 2, 6, 6, 6), (3, 2, 9, 6, 3)]
+          (2, 3, 4, 6, 1), (2, 2, 6, 6, 6), (3, 2, 9, 6, 3), (2, 3, 4, 16, 2)]
 # Shapes that patches do not tile: (images shape, patch_size, the number the message names).
 _UNTILED = [((2, 1, 9, 12), 4, "9"), ((2, 1, 8, 10), 4, "10"), ((1, 3, 6, 7), 3, "7")]
 
@@ -258,6 +259,10 @@ def check_unpatchify(fn):
          "image_size (8, 10) has a width, 10, that is not a multiple of patch_size=4"),
         (torch.zeros(2, 6, 4), 2, (8, 8), "6",
          "an 8 x 8 image has 16 patches of 2 x 2, but 6 were given"),
+        # 3 patches of 16 numbers hold 48 = 6 * 8 numbers, one channel's worth: only the
+        # comparison of N with (H / p) * (W / p) finds that 3 is wrong.
+        (torch.zeros(2, 3, 16), 2, (6, 8), "3",
+         "a 6 x 8 image has 12 patches of 2 x 2, but 3 were given"),
         (torch.zeros(2, 16, 6), 2, (8, 8), "6",
          "a patch of 2 x 2 pixels has c * 4 numbers, but the patches have 6"),
     ]
