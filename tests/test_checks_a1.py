@@ -95,7 +95,8 @@ WRONG = {
     "softmax over the queries": (softmax_over_queries, "over the queries"),
     "drops the last, shorter chunk": (drops_last_chunk, "last, shorter chunk is missing"),
     "chunks the keys with a softmax per chunk": (chunks_the_keys, "cut into chunks"),
-    "builds the full matrix, then slices it": (full_matrix_then_chunks, "peak memory"),
+    "builds the full matrix, then slices it": (full_matrix_then_chunks,
+                                               "more than one chunk's scores at once"),
     "returns a list of chunks": (returns_the_chunks, "list of chunks"),
     "forgets to return": (lambda Q, K, V, c: None, "None"),
     "unimplemented stub": (stub, "not implemented yet"),
@@ -199,3 +200,68 @@ def test_check_chunked_attention_rejects_round3(fn):
 @pytest.mark.parametrize("fn", _round2("round3_a1_chunked", ("C_", "O_")))
 def test_check_chunked_attention_accepts_round3_right_solutions(fn):
     accepts(checks.check_chunked_attention, fn)
+
+
+# -- Round 4 red team (tests/checker_redteam/round4_a1_chunked.py): the messages ------------
+
+def _round4(name):
+    from checkers_support import _module
+
+    return vars(_module("round4_a1_chunked"))[name]
+
+
+def keeps_every_chunks_weights(Q, K, V, chunk_size):
+    """Keeps each chunk's weights in a list, never concatenated: every tensor it computes is
+    one chunk's, but together they hold the whole n x n matrix."""
+    kept, outputs = [], []
+    for i in range(0, Q.shape[1], chunk_size):
+        weights = torch.softmax(Q[:, i:i + chunk_size] @ K.transpose(1, 2)
+                                / math.sqrt(Q.shape[-1]), dim=-1)
+        kept.append(weights)
+        outputs.append(weights @ V)
+    return torch.cat(outputs, dim=1)
+
+
+def product_summed_over_d(Q, K, V, chunk_size):
+    """Scores as a broadcast product summed over d: d times one chunk's scores at once."""
+    outputs = []
+    for i in range(0, Q.shape[1], chunk_size):
+        scores = (Q[:, i:i + chunk_size, None] * K[:, None]).sum(-1) / math.sqrt(Q.shape[-1])
+        outputs.append(torch.softmax(scores, dim=-1) @ V)
+    return torch.cat(outputs, dim=1)
+
+
+ROUND4_MESSAGES = {
+    # torch.chunk(Q, chunk_size) makes chunk_size chunks: 42 queries each at chunk_size 24
+    "W_25_torch_chunk_confuses_count_and_size": ("the scores of 42 queries",
+                                                 "torch.chunk(Q, chunk_size, dim=1) cuts Q "
+                                                 "into chunk_size pieces"),
+    # a fixed chunk of 64, whatever chunk_size says
+    "S_02_fixed_chunk_64": ("the scores of 64 queries", "chunk_size=24",
+                            "not a fixed size"),
+    "W_21_chunk_size_plus_one": ("the scores of 25 queries", "chunk_size + 1 queries"),
+    "W_22_chunk_doubled": ("the scores of 48 queries", "not a multiple of it"),
+    # the output allocated like Q (d columns), not value_dim
+    "W_07_empty_like_Q": ("raised RuntimeError", "value_dim = V.shape[-1] columns"),
+}
+
+
+@pytest.mark.parametrize("name", ROUND4_MESSAGES)
+def test_check_chunked_attention_names_the_round4_faults(name):
+    rejects(checks.check_chunked_attention, _round4(name), *ROUND4_MESSAGES[name])
+
+
+def test_a_float64_chunk_with_named_temporaries_is_accepted():
+    """O08: four live float64 chunk buffers still grow like chunk_size x n (it was rejected
+    by the peak memory at chunk_size 64 with a hint that chunk_size was unused)."""
+    accepts(checks.check_chunked_attention, _round4("O_08_float64_manual_named"))
+
+
+def test_every_chunks_weights_kept_is_caught_by_the_peak_memory():
+    rejects(checks.check_chunked_attention, keeps_every_chunks_weights, "peak memory",
+            "a list of every chunk's weights")
+
+
+def test_a_product_summed_over_d_is_named():
+    rejects(checks.check_chunked_attention, product_summed_over_d,
+            "summed over d holds d times the scores")

@@ -183,3 +183,51 @@ def test_check_bahdanau_step_rejects_round2(fn):
 @pytest.mark.parametrize("fn", _round2("round2_ch04_bahdanau", ("C_", "O_", "Q_")))
 def test_check_bahdanau_step_accepts_round2_right_solutions(fn):
     accepts(checks.check_bahdanau_step, fn)
+
+
+# -- Round 4 red team (tests/checker_redteam/round4_ch04_bahdanau.py): the messages ---------
+
+def _round4(name):
+    from checkers_support import _module
+
+    return vars(_module("round4_ch04_bahdanau"))[name]
+
+
+ROUND4_MESSAGES = {
+    # a valid length of 0: -inf + nan_to_num hides the NaN in the forward pass only
+    "W_15_neg_inf_additive_nan_to_num": ("contains NaN or inf", "valid lengths [5, 0, 2]",
+                                         "a softmax over all -inf gives NaN"),
+    # d2l's -1e6 fill gives such a row uniform weights, the reference all zeros
+    "W_20_fill_1e6_float16_or_uniform_empty": ("a sequence of valid length 0 got weights",
+                                               "expected all 0", "multiply the weights by "
+                                                                 "the mask"),
+    # the top layer's output copied into every layer: not the GRU's h_n
+    "W_06_new_state_from_out": ("the top layer of the new hidden_state is right",
+                                "it holds every layer's new state"),
+    # softmax over the batch: no dropout involved
+    "W_18_weights_over_batch_axis": ("must sum to 1", "the softmax runs over dim 0"),
+    # W_q(query) + W_k(enc_outputs) without a step axis on the query
+    "W_23_query_broadcast_plain": ("raised RuntimeError", "give the query a step axis"),
+    # AdditiveAttention.forward(decoder.attention, ...): the module's forward all the same
+    "S_02_class_forward_unbound": ("AdditiveAttention.forward(decoder.attention, ...)",
+                                   "compute the attention yourself"),
+}
+
+
+@pytest.mark.parametrize("name", ROUND4_MESSAGES)
+def test_check_bahdanau_step_names_the_round4_faults(name):
+    rejects(checks.check_bahdanau_step, _round4(name), *ROUND4_MESSAGES[name])
+
+
+def test_the_dropout_message_is_not_given_for_a_softmax_over_the_batch():
+    text = rejects(checks.check_bahdanau_step, _round4("W_18_weights_over_batch_axis"))
+    assert "dropout" not in text
+
+
+def test_the_attention_class_is_restored_after_the_check():
+    from book.attention import AdditiveAttention
+
+    forward = AdditiveAttention.__dict__["forward"]
+    rejects(checks.check_bahdanau_step, _round4("S_02_class_forward_unbound"))
+    assert AdditiveAttention.__dict__["forward"] is forward
+    assert "passed" in checks.check_bahdanau_step(step)

@@ -2,6 +2,8 @@
 import math
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from ..cost import peak_memory
 from ._core import call, checker, expect_close, expect_gradients, expect_tensor, fail, \
@@ -65,7 +67,71 @@ def _spied(fn, X, chunk):
         torch.nn.functional.scaled_dot_product_attention = fused
 
 
+class _LargestNew(TorchDispatchMode):
+    """Records the largest tensor an operation creates (views and in-place results, which
+    share an input's memory, do not count): how many numbers the function computes at once."""
+
+    def __init__(self):
+        super().__init__()
+        self.numel, self.shape, self.op = 0, None, None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        given = {_storage(t) for t in tree_flatten((args, kwargs))[0]
+                 if isinstance(t, torch.Tensor)}
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and t.numel() > self.numel \
+                    and _storage(t) not in given:
+                self.numel, self.shape, self.op = t.numel(), tuple(t.shape), func
+        return out
+
+
+def _storage(t):
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # a tensor without storage
+        return None
+
+
+def _largest_chunk(fn, n, chunk, g):
+    """Fail if fn, on 1 example of n queries and keys, creates a tensor of more numbers than
+    one chunk's scores, chunk_size x n (the exercise's bound; counted, so deterministic)."""
+    X = torch.randn(1, n, 8, generator=g)
+    case = f"batch 1, {n} queries and keys, d=8, chunk_size={chunk}"
+    largest = _LargestNew()
+    with largest:
+        call(_spied, fn, X, chunk, name="chunked_attention", case=case,
+             hint_on_error=_chunks_hint)
+    if largest.numel <= chunk * n:
+        return
+    rows = largest.numel / n
+    what = f"the scores of {rows:g} queries" if rows == int(rows) else "more than that"
+    hint = ("use the chunk_size argument itself for the chunks (not a fixed size, not a "
+            "multiple of it), and compute the scores of one chunk only, "
+            "Q[:, i:i + chunk_size] @ K^T, inside the loop; do not build the whole "
+            "(num_queries, num_keys) matrix first.")
+    if rows == math.ceil(n / chunk) and rows > chunk:
+        hint = (f"torch.chunk(Q, chunk_size, dim=1) cuts Q into chunk_size pieces (here "
+                f"{chunk} pieces of {rows:g} queries), not into pieces of chunk_size queries: "
+                "use Q.split(chunk_size, dim=1), or Q[:, i:i + chunk_size] in a loop.")
+    elif rows == chunk * 8:
+        hint = ("a (chunk_size, num_keys, d) product summed over d holds d times the scores: "
+                "the matrix product Q[:, i:i + chunk_size] @ K.transpose(1, 2) never stores "
+                "it.")
+    elif rows == chunk + 1:
+        hint = ("Q[:, i:i + chunk_size] already holds chunk_size queries (the end is "
+                "excluded): a chunk of chunk_size + 1 queries overlaps the next one.")
+    fail(f"on {case}, chunked_attention computed a tensor of {largest.numel} numbers at once "
+         f"(shape {largest.shape}, from {largest.op}): {what}, more than one chunk's scores "
+         f"at once (chunk_size x num_keys = {chunk} x {n} = {chunk * n} per example).", hint)
+
+
 def _chunks_hint(error):
+    if "must match the existing size" in str(error):
+        return ("the output has value_dim = V.shape[-1] columns, not d = Q.shape[-1]: "
+                "allocate it as Q.new_empty(batch, num_queries, V.shape[-1]), or collect the "
+                "chunks in a list and torch.cat them along the queries.")
     if "must match the size" in str(error) or "invalid for input" in str(error):
         return ("the last chunk may be shorter: Q[:, i:i + chunk_size] simply ends at "
                 "num_queries, so do not reshape Q into equal chunks.")
@@ -147,18 +213,24 @@ def check_chunked_attention(fn):
     expect_gradients(lambda q, k, v: fn(q, k, v, 3), _attention,
                      [("Q", Q), ("K", K), ("V", V)], name="chunked_attention",
                      case="batch 2, 7 queries, 6 keys, d=4, chunk_size=3 (gradients)")
-    n, chunk = 1024, 64
+    # Every tensor it computes at once holds at most chunk_size x n numbers (counted exactly:
+    # catches a fixed chunk, torch.chunk's chunk count, chunk_size + 1 rows, the full matrix).
+    _largest_chunk(fn, 1000, 24, g)
+    # Its peak memory stays far below the n x n matrix (catches every chunk's weights kept).
+    # At chunk_size 16 one chunk's float32 scores take 1/62 of it: room for a float64
+    # computation with several named temporaries (4 float64 chunks: 1/8 of it).
+    n, chunk = 1000, 16
     X = torch.randn(1, n, 16, generator=g)
     full = n * n * 4  # bytes of one float32 (n, n) score matrix
     peak = peak_memory(lambda: _spied(fn, X, chunk))
     budget = chunk * n * 4  # bytes of one chunk's float32 (chunk_size, n) scores
     if peak > full / 2:
         fail(f"on batch 1, {n} queries and keys, chunk_size={chunk}, the peak memory was "
-             f"{peak / 2**20:.2f} MiB, {peak / budget:.0f} times the {budget / 2**20:.2f} "
-             f"MiB of one chunk's scores (chunk_size x n x 4 bytes) and "
+             f"{peak / 2**20:.2f} MiB, {peak / budget:.0f} times the {budget / 2**10:.1f} "
+             f"KiB of one chunk's scores (chunk_size x n x 4 bytes) and "
              f"{peak / full:.1f} times the whole {n} x {n} score matrix "
-             f"({full / 2**20:.0f} MiB): your function holds far more than one chunk's "
+             f"({full / 2**20:.1f} MiB): your function holds far more than one chunk's "
              f"scores at once.",
-             "use the chunk_size argument for the chunks (not a fixed size), compute the "
-             "scores of one chunk only, Q[:, i:i + chunk_size] @ K^T, inside the loop, and "
-             "keep only that chunk's (chunk_size, value_dim) result.")
+             "keep only the current chunk's scores and weights alive, and only each chunk's "
+             "(chunk_size, value_dim) result: a list of every chunk's weights (or scores) "
+             "holds the whole n x n matrix again.")
