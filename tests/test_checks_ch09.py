@@ -429,3 +429,84 @@ def test_check_attention_step_rejects_round2(fn):
 @pytest.mark.parametrize("fn", _round2("round2_ch09_step", ("C_", "O_", "Q_")))
 def test_check_attention_step_accepts_round2_right_solutions(fn):
     accepts(checks.check_attention_step, fn)
+
+
+# -- Round 4 red team (tests/checker_redteam/round4_ch09_*.py) ------------------------------
+
+def test_top_p_round4_messages_name_the_fault():
+    from checker_redteam import round4_ch09_top_p as r4
+
+    # Probabilities compared after a cast to float16, where 1 part in 8,000 rounds away.
+    rejects(checks.check_top_p_filter, r4.W_19_compare_in_input_dtype,
+            "tokens 3 and 4 differ", "rounded to float16, both are", "float32 or float64")
+    # logits.view(-1) on the last position of a model's output.
+    rejects(checks.check_top_p_filter, r4.W_22_flat_view_breaks_on_noncontiguous,
+            "logits[:, -1, :] (not contiguous)", "use .reshape()")
+    # An inf in the branch torch.where does not pick: no log was taken.
+    text = rejects(checks.check_top_p_filter, r4.W_16_nan_to_num_after_inf,
+                   "the forward values are right", "0 x inf is NaN", "logits * inf")
+    assert "instead of taking the log" not in text
+
+
+def test_top_p_float16_near_tie_case_is_a_tie_only_in_float16():
+    """The case that catches a float16 comparison: tokens 3 and 4 are distinct in float32
+    (and in the float64 reference) by far more than rounding, equal in float16."""
+    (logits, p), = [(logits, p) for case, logits, p in _top_p_cases()
+                    if "float16 resolves" in case]
+    p32 = torch.softmax(logits.float(), dim=-1)[0]
+    assert (p32[3] - p32[4]) / p32[4] > 1e-4                      # float32 eps: 6e-8
+    assert p32[3].half() == p32[4].half()
+    assert _nucleus(logits, p)[0].tolist() == [[True, True, True, True, False, False]]
+
+
+def test_top_p_non_contiguous_case_is_not_contiguous():
+    cases = [logits for case, logits, p in _top_p_cases() if "not contiguous" in case]
+    assert len(cases) == 1 and not cases[0].is_contiguous()
+
+
+def test_attention_step_round4_messages_name_the_fault():
+    from checker_redteam import round4_ch09_attention_step as r4
+
+    step = checks.check_attention_step
+    # Attends over the cached keys only: told apart from is_causal's mask at step 2.
+    text = rejects(step, r4.W_04_attend_past_only, "step t=1", "does not attend to itself")
+    assert "is_causal" not in text
+    rejects(step, r4.W_14_sdpa_is_causal, "step t=1", "is_causal=True")
+    # A cache kept between calls: a prompt's cache at the first call shows it.
+    for fn in (r4.W_10_global_cache_ignores_past, r4.W_23_prefill_cache_ignored_first_call,
+               r4.W_24_static_buffer_in_place):
+        rejects(step, fn, "a prompt of 5 positions already cached",
+                "the caller owns the cache")
+    # backward() of the learner's own graph fails: a message, not a bare RuntimeError.
+    rejects(step, r4.W_25_manual_softmax_in_place_divide, "backward() through your steps "
+            "failed", "modified by an inplace operation", "e = e / e.sum(-1, keepdim=True)")
+    rejects(step, r4.W_26_view_flatten_past, "transposed views, not contiguous",
+            "use .reshape()")
+    rejects(step, r4.W_22_squeeze_breaks_on_size_1, "head size 1")
+
+
+def test_attention_step_interleaved_sequences_catch_a_shared_cache():
+    """Two sequences in turn: a cache of its own, taken from past_keys whenever its length
+    disagrees with them (so a prompt's cache is adopted), mixes the two sequences."""
+    store = {}
+
+    def shared_cache(q, k, v, past_keys, past_values):
+        if "k" not in store or store["k"].shape[2] != past_keys.shape[2]:
+            store["k"], store["v"] = past_keys, past_values
+        store["k"] = torch.cat([store["k"], k], 2)
+        store["v"] = torch.cat([store["v"], v], 2)
+        scores = q @ store["k"].transpose(2, 3) / math.sqrt(q.shape[-1])
+        out = torch.softmax(scores, dim=-1) @ store["v"]      # over its own cache
+        return out, torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+
+    rejects(checks.check_attention_step, shared_cache, "two sequences decoded in turn",
+            "sequence 0, step t=1", "the caller owns the cache")
+
+
+def test_ch09_checkers_turn_a_crash_of_their_own_into_a_message():
+    """A step that returns three tensors of a wrong kind must not crash the checker bare."""
+    def returns_lists(q, k, v, past_keys, past_values):
+        keys = torch.cat([past_keys, k], 2)
+        return [1.0], keys, torch.cat([past_values, v], 2)
+
+    rejects(checks.check_attention_step, returns_lists, "should be a torch.Tensor")

@@ -422,3 +422,41 @@ def test_apply_rope_round3_messages():
     rejects(checks.check_apply_rope, r3.W_14_degree_theta_base_1e4_float16_positions_int32,
             "above 32767")
     rejects(checks.check_apply_rope, r3.W_16_ValueError_vague_message, "does not say")
+
+
+# -- Round 4 red team (tests/checker_redteam/round4_ch10_*.py) ------------------------------
+
+def test_apply_rope_round4_messages_name_the_fault():
+    from checker_redteam import round4_ch10_rope as r4
+
+    # cos and sin cached per shape: the first case's shape again, at positions 10..19.
+    text = rejects(checks.check_apply_rope, r4.W_23_cos_sin_cached_by_shape,
+                   "again, now at positions 10..19",
+                   "an earlier call with x of the same shape")
+    assert "positions 0..n-1" not in text
+    # x.view(...) of q.transpose(1, 2).
+    rejects(checks.check_apply_rope, r4.W_26_view_flatten_leading_dims, "not contiguous",
+            "use .reshape()")
+    # Frequencies from 64 for d > 64: head size 128.
+    rejects(checks.check_apply_rope, r4.W_24_theta_from_n_when_square, "head size 128",
+            "check the frequencies", "pairs [1, 2, 3, 4, 5, ... 63]")
+
+
+def test_alibi_round4_messages_name_the_fault():
+    from checker_redteam import round4_ch10_alibi as r4
+
+    # A bias cached per head count: 8 heads again with a longer n.
+    rejects(checks.check_alibi_bias, r4.W_11_cached_by_heads_only, "num_heads=8, n=40",
+            "an earlier call's output (num_heads=8, n=10)")
+    # NaN where the causal mask hides the bias: not a fill the exercise allows.
+    text = rejects(checks.check_alibi_bias, r4.W_17_upper_triangle_nan,
+                   "NaN above the diagonal", "NaN + (-inf) is NaN")
+    assert "exp() overflowing" not in text
+
+
+def test_alibi_nan_anywhere_else_keeps_the_general_message():
+    def nan_on_the_diagonal(h, n):
+        return alibi(h, n).masked_fill(torch.eye(n, dtype=torch.bool), float("nan"))
+
+    text = rejects(checks.check_alibi_bias, nan_on_the_diagonal, "contains NaN")
+    assert "above the diagonal" not in text

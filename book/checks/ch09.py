@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from ._core import CheckFailed, call, expect_tensor, fail, passed
+from ._core import INPLACE_HINT, CheckFailed, call, checker, expect_tensor, fail, passed
 
 # -- Exercise 9.1: top-p ----------------------------------------------------------------------
 
@@ -41,7 +41,8 @@ def _logits_from(probs):
 
 def _top_p_cases():
     """(case, logits, p): asymmetric, unsorted, ties, long rows, -inf entries, large
-    logits, float16, a mass that reaches p exactly, a near-tie. Apart from the exact case
+    logits, float16, a mass that reaches p exactly, near-ties (also one that float16
+    cannot tell apart), a non-contiguous input. Apart from the exact case
     and the 4,096-token rows (1.1e-4), every case keeps a margin of at least 1e-3 between
     p and the mass above any token, so float32 rounding cannot change the verdict."""
     g = torch.Generator().manual_seed(9)
@@ -82,6 +83,16 @@ def _top_p_cases():
         # above float32 rounding (tests/test_checks_ch09.py checks the margin). 4,096 tokens
         # keep an O(V^2) pairwise solution within memory.
         ("2 rows of 4,096 float16 logits (2 * randn), p=0.9", _long_float16(), 0.9),
+        # Tokens 3 and 4 (logits 2^-13 apart) have probabilities 1.2e-4 apart in relative
+        # terms: far apart in float32 (6e-8) and float64, equal once rounded to float16
+        # (3 significant digits). The mass above them, 0.838 and 0.905, is far from p.
+        ("float16 logits [2, 1, 0, -0.11865, -0.11877, -1], p=0.87: tokens 3 and 4 differ "
+         "in probability by about 1 part in 8,000 (not a tie), less than float16 resolves",
+         torch.tensor([[2.0, 1.0, 0.0, -0.11865234375, -0.1187744140625, -1.0]],
+                      dtype=torch.float16), 0.87),
+        # A model's logits for the last position, out[:, -1, :], are not contiguous.
+        ("the last position of (2, 3, 10) logits, logits[:, -1, :] (not contiguous), p=0.9",
+         _last_position(shuffled[:2]), 0.9),
     ]
 
 
@@ -90,6 +101,13 @@ def _filtered_row():
     its -inf into finite numbers keeps them at p=1."""
     row = torch.randn(1, 12, generator=torch.Generator().manual_seed(0)) * 2
     return row.masked_fill(row < row.topk(5, dim=-1).values[:, -1:], float("-inf"))
+
+
+def _last_position(rows):
+    """`rows` (b, V) as the last position of a (b, 3, V) model output: a strided view."""
+    out = torch.zeros(len(rows), 3, rows.shape[-1])
+    out[:, -1] = rows
+    return out[:, -1, :]
 
 
 def _long_float16():
@@ -106,6 +124,7 @@ def _short_ids(mask_row):
     return str(ids) if len(ids) <= 20 else f"{len(ids):,} tokens ({ids[:5]}...)"
 
 
+@checker("top_p_filter")
 def check_top_p_filter(fn):
     """Check `fn(logits, p)` for logits (batch, V): a tensor like `logits` whose softmax is
     the nucleus distribution: zero outside the smallest set of most probable tokens whose
@@ -130,7 +149,7 @@ def _call_top_p(fn, logits, p, case):
     """Call the learner's filter; check what comes back is a tensor like `logits`."""
     before = logits.clone()
     try:
-        out = call(fn, logits, p, name="top_p_filter", case=case)
+        out = call(fn, logits, p, name="top_p_filter", case=case, hint_on_error=_view_hint)
     except CheckFailed as error:
         message = str(error).split("\nHint:")[0]
         if logits.dtype == torch.float16 and "overflow" in message:
@@ -150,6 +169,16 @@ def _call_top_p(fn, logits, p, case):
         fail(f"top_p_filter changed its input in place on {case}.",
              "use masked_fill (a new tensor), not masked_fill_ or an assignment into logits.")
     return out
+
+
+def _view_hint(error):
+    """A hint for .view() on a tensor that is not contiguous."""
+    if "view size is not compatible" in str(error):
+        return ("this input is not contiguous (a slice such as logits[:, -1, :], or a "
+                "transposed tensor such as q.transpose(1, 2), as a model makes them), and "
+                ".view() cannot reshape it without a copy: use .reshape() or .flatten(), "
+                "which copy when they must.")
+    return None
 
 
 def _overflow_note(logits):
@@ -241,6 +270,17 @@ def _explain_wrong_set(out, logits, kept, yours, p, where):
                  "(mass <= p): the nucleus stops at the token whose probability makes the "
                  "running sum reach p.")
         near = probs[want].min().item()
+        half = probs.half()
+        if (logits.dtype == torch.float16 and half[extra].max() == half[want].min()
+                and probs[extra].max().item() < near):
+            fail(f"{where}: token(s) {extra} (probability {probs[extra].max().item():.6g}) "
+                 f"are kept although they are less probable than the last kept token "
+                 f"(probability {near:.6g}); rounded to float16, both are "
+                 f"{half[want].min().item():.6g}.",
+                 "compare the probabilities in float32 or float64 (the dtype you computed "
+                 "them in), not after casting them or the threshold to float16, where "
+                 "probabilities that differ in the 4th digit become equal; cast only the "
+                 "returned logits to the input's dtype.")
         if probs[extra].max().item() > near * (1 - 1e-2):
             fail(f"{where}: token(s) {extra} (probability {probs[extra].max().item():.6g}) "
                  f"are kept although they are not tied with the last kept token "
@@ -291,9 +331,13 @@ def _check_top_p_gradient(fn):
     filtered = reference.masked_fill(~kept, float("-inf"))
     (torch.softmax(filtered, dim=-1) * weights).sum().backward()
     if logits.grad is None or not torch.isfinite(logits.grad).all():
-        fail(f"the gradient with respect to the logits is NaN or missing on {case}.",
-             "log(0) of a removed token has an infinite derivative: instead of taking the "
-             "log of renormalised probabilities, fill the removed logits with -inf.")
+        fail(f"the gradient with respect to the logits is NaN or missing on {case}; the "
+             "forward values are right.",
+             "the backward pass met an infinite derivative: torch.where (or indexing) "
+             "still sends gradient into the branch it does not pick, and 0 x inf is NaN. "
+             "Typical sources: log(0) of a removed token (the log of renormalised "
+             "probabilities), or logits * inf. Compute nothing infinite from the removed "
+             "logits: put -inf in their place with masked_fill(remove, float('-inf')).")
     if not torch.allclose(logits.grad, reference.grad, atol=1e-5):
         diff = (logits.grad - reference.grad).abs().max().item()
         fail(f"the gradient with respect to the logits is wrong on {case} (largest "
@@ -327,19 +371,49 @@ def _step_cases():
          torch.float32, 1e-4),
         ("float16, scores up to about 60", torch.randn(3, 2, 2, 7, 4, generator=g)
          * torch.tensor([6.0, 3, 1])[:, None, None, None, None], torch.float16, 2e-2),
+        ("batch 2, 2 heads, head size 1, 4 steps", torch.randn(3, 2, 2, 4, 1, generator=g),
+         torch.float32, 1e-5),
     ]
 
 
-def _diagnose_step(out, Q, K, V, t, hs):
-    """A hint for a wrong output at step t, from what it equals instead."""
+def _cache_cases():
+    """Caches the caller owns: (case, sequences, start). A prompt already in the cache at
+    the first call (q, k, v and the cache as transposed views of (batch, n, heads,
+    head_size) tensors, as a model makes them: not contiguous), and two sequences decoded
+    in turn. A cache kept between calls (a global, a closure, a buffer) goes stale on
+    both."""
+    g = torch.Generator().manual_seed(14)
+    prompt = [x.transpose(1, 2) for x in torch.randn(3, 2, 9, 2, 4, generator=g)]
+    two = [tuple(torch.randn(3, 1, 2, 5, 4, generator=g)) for _ in range(2)]
+    return [
+        ("a prompt of 5 positions already cached at the first call (batch 2, 2 heads, head "
+         "size 4; q, k, v and the cache are transposed views, not contiguous), steps 5..8",
+         [tuple(prompt)], 5),
+        ("two sequences decoded in turn, one step of each (batch 1, 2 heads, head size 4, "
+         "5 steps)", two, 0),
+    ]
+
+
+def _diagnose_step(out, Q, K, V, t, hs, later=None):
+    """A hint for a wrong output at step t, from what it equals instead. `later()` gives
+    the learner's output at step 2 (from a right cache), or None: at step 1, attending to
+    key 0 only is both 'the past only' and is_causal's top-left mask; step 2 tells them
+    apart."""
     q, keys, values = (X.double() for X in (Q[:, :, t:t + 1], K[:, :, :t + 1],
                                             V[:, :, :t + 1]))
 
-    def attend(keys, values, scale):
+    def attend(keys, values, scale, q=q):
         return torch.softmax(q @ keys.transpose(2, 3) * scale, dim=-1) @ values
 
     same = lambda x: torch.allclose(out.double(), x, atol=1e-3)  # noqa: E731
     if t == 1 and same(values[:, :, :1]):
+        at_2 = later() if later is not None and Q.shape[2] > 2 else None
+        if at_2 is not None and torch.allclose(
+                at_2.double(), attend(K[:, :, :2].double(), V[:, :, :2].double(),
+                                      hs ** -0.5, q=Q[:, :, 2:3].double()), atol=1e-3):
+            return ("the new token does not attend to itself: at step 1 it sees key 0 "
+                    "only, and at step 2 keys 0 and 1 only (the past, without itself). "
+                    "Append k and v to the cache first, then attend over all t + 1 keys.")
         return ("the new token sees only key 0, not itself: with one query and t + 1 keys, "
                 "scaled_dot_product_attention's is_causal=True aligns its mask to the top "
                 "left and hides every key but the first. Use no mask in a cached step, and "
@@ -375,6 +449,7 @@ def _diagnose_step(out, Q, K, V, t, hs):
             "positions (the cache plus the new one), with max subtraction (torch.softmax).")
 
 
+@checker("attention_step")
 def check_attention_step(fn):
     """Check `fn(q, k, v, past_keys, past_values)` -> (output, keys, values): one decoding
     step of causal attention with a KV cache. q, k, v are the new token's (batch, heads, 1,
@@ -383,56 +458,92 @@ def check_attention_step(fn):
     cache the t + 1 keys and values in order; gradients must reach every position."""
     for case, (Q, K, V), dtype, tol in _step_cases():
         Q, K, V = Q.to(dtype), K.to(dtype), V.to(dtype)
-        _run_steps(fn, Q, K, V, case, tol)
+        _run_steps(fn, [(Q, K, V)], case, tol)
+    for case, sequences, start in _cache_cases():
+        _run_steps(fn, sequences, case, 1e-5, start=start)
     _check_step_gradient(fn)
     return passed("attention_step")
 
 
-def _run_steps(fn, Q, K, V, case, tol):
-    b, h, n, hs = Q.shape
-    expected = _full_causal(Q, K, V)                                    # (b, h, n, hs)
-    past_k, past_v = Q.new_zeros(b, h, 0, hs), Q.new_zeros(b, h, 0, hs)
-    outputs = []
-    for t in range(n):
-        where = f"{case}, step t={t} ({t} positions cached)"
+OWN_CACHE_HINT = (
+    "build the returned cache from the arguments, torch.cat([past_keys, k], dim=2), and "
+    "attend over it: the caller owns the cache. It may pass a prompt's keys and values at "
+    "the first call, or decode several sequences in turn, so a cache kept between calls (a "
+    "global or closure variable, a buffer written in place) goes stale.")
+
+
+def _step(fn, Q, K, V, t, past_k, past_v, where, owned=False):
+    """The learner's step t of one sequence: (output, keys, values), checked for type."""
+    try:
+        result = call(fn, Q[:, :, t:t + 1], K[:, :, t:t + 1], V[:, :, t:t + 1], past_k,
+                      past_v, name="attention_step", case=where, hint_on_error=_view_hint)
+    except CheckFailed as error:
+        if "Sizes of tensors must match" in str(error) or "size of tensor" in str(error):
+            fail(str(error).split("\nHint:")[0], OWN_CACHE_HINT if owned else
+                 "the cache grows along the positions axis: torch.cat([past_keys, k], "
+                 "dim=2), shapes (batch, heads, t, head_size).")
+        raise
+    if not isinstance(result, tuple) or len(result) != 3:
+        fail(f"attention_step should return a tuple (output, keys, values), got "
+             f"{type(result).__name__} on {where}.")
+    return result
+
+
+def _later(fn, Q, K, V):
+    """The learner's output at step 2 from a right cache, or None if that fails."""
+    def run():
         try:
-            result = call(fn, Q[:, :, t:t + 1], K[:, :, t:t + 1], V[:, :, t:t + 1], past_k,
-                          past_v, name="attention_step", case=where)
-        except CheckFailed as error:
-            if "Sizes of tensors must match" in str(error) or "size of tensor" in str(error):
-                fail(str(error), "the cache grows along the positions axis: "
-                     "torch.cat([past_keys, k], dim=2), shapes (batch, heads, t, head_size).")
-            raise
-        if not isinstance(result, tuple) or len(result) != 3:
-            fail(f"attention_step should return a tuple (output, keys, values), got "
-                 f"{type(result).__name__} on {where}.")
-        out, keys, values = result
-        expect_tensor(out, (b, h, 1, hs), Q.dtype, what="the output", case=where,
-                      nan_hint="exp() overflows for large scores: subtract each row's maximum "
-                               "before exp, or use torch.softmax, which does.")
-        for name, got, full in (("keys", keys, K), ("values", values, V)):
-            expect_tensor(got, (b, h, t + 1, hs), Q.dtype,
-                          what=f"the returned tensor of {name}", case=where)
-            if not torch.equal(got, full[:, :, :t + 1]):
-                hint = ("append the new one at the end (dim=2), after the cached ones: "
-                        "torch.cat([past, new], dim=2).")
-                if t > 0 and torch.equal(got, torch.cat([full[:, :, t:t + 1],
-                                                         full[:, :, :t]], dim=2)):
-                    hint = ("the new position is put first: positions must stay in order, "
+            out = _step(fn, Q, K, V, 2, K[:, :, :2], V[:, :, :2], "step 2")[0]
+        except CheckFailed:
+            return None
+        ok = isinstance(out, torch.Tensor) and out.shape == Q[:, :, :1].shape
+        return out.detach() if ok else None
+    return run
+
+
+def _run_steps(fn, sequences, case, tol, start=0):
+    """Decode `sequences` [(Q, K, V)] step by step from t = start (the cache then holds
+    positions 0..start-1), one step of each sequence in turn."""
+    b, h, n, hs = sequences[0][0].shape
+    expected = [_full_causal(*qkv) for qkv in sequences]                # (b, h, n, hs)
+    caches = [(K[:, :, :start], V[:, :, :start]) for Q, K, V in sequences]
+    owned = start > 0 or len(sequences) > 1
+    for t in range(start, n):
+        for s, (Q, K, V) in enumerate(sequences):
+            which = f", sequence {s}" if len(sequences) > 1 else ""
+            where = f"{case}{which}, step t={t} ({t} positions cached)"
+            out, keys, values = _step(fn, Q, K, V, t, *caches[s], where, owned)
+            expect_tensor(out, (b, h, 1, hs), Q.dtype, what="the output", case=where,
+                          nan_hint="exp() overflows for large scores: subtract each row's "
+                                   "maximum before exp, or use torch.softmax, which does.")
+            for name, got, full in (("keys", keys, K), ("values", values, V)):
+                expect_tensor(got, (b, h, t + 1, hs), Q.dtype,
+                              what=f"the returned tensor of {name}", case=where,
+                              hint=OWN_CACHE_HINT if owned else None)
+                if not torch.equal(got, full[:, :, :t + 1]):
+                    hint = ("append the new one at the end (dim=2), after the cached ones: "
                             "torch.cat([past, new], dim=2).")
-                if name == "keys" and torch.equal(got, V[:, :, :t + 1]):
-                    hint = "the keys cache holds the values: keep k and v apart."
-                fail(f"the returned {name} on {where} are not the {t + 1} {name} of "
-                     f"positions 0..{t} in order.", hint)
-        outputs.append(out)
-        diff = (out.double() - expected[:, :, t:t + 1]).abs()
-        if not diff.max() <= tol:
-            where_max = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
-            fail(f"the output is wrong on {where}: at index {where_max} expected "
-                 f"{expected[:, :, t:t + 1][where_max].item():.4g}, got "
-                 f"{out.double()[where_max].item():.4g} (largest difference "
-                 f"{diff.max().item():.3g}).", _diagnose_step(out, Q, K, V, t, hs))
-        past_k, past_v = keys, values
+                    if owned:
+                        hint = OWN_CACHE_HINT
+                    if t > 0 and torch.equal(got, torch.cat([full[:, :, t:t + 1],
+                                                             full[:, :, :t]], dim=2)):
+                        hint = ("the new position is put first: positions must stay in "
+                                "order, torch.cat([past, new], dim=2).")
+                    if name == "keys" and torch.equal(got, V[:, :, :t + 1]):
+                        hint = "the keys cache holds the values: keep k and v apart."
+                    fail(f"the returned {name} on {where} are not the {t + 1} {name} of "
+                         f"positions 0..{t} in order.", hint)
+            diff = (out.double() - expected[s][:, :, t:t + 1]).abs()
+            if not diff.max() <= tol:
+                where_max = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
+                hint = _diagnose_step(out, Q, K, V, t, hs, later=_later(fn, Q, K, V))
+                if owned and hint.startswith("compute softmax"):
+                    hint = OWN_CACHE_HINT
+                fail(f"the output is wrong on {where}: at index {where_max} expected "
+                     f"{expected[s][:, :, t:t + 1][where_max].item():.4g}, got "
+                     f"{out.double()[where_max].item():.4g} (largest difference "
+                     f"{diff.max().item():.3g}).", hint)
+            caches[s] = (keys, values)
 
 
 def _check_step_gradient(fn):
@@ -450,7 +561,13 @@ def _check_step_gradient(fn):
     if not out.requires_grad:
         fail(f"no gradient flows through the output on {case}.",
              "do not detach (no .detach(), .item(), .numpy() or torch.no_grad()).")
-    (out * weights).sum().backward()
+    try:
+        (out * weights).sum().backward()
+    except RuntimeError as error:
+        fail(f"backward() through your steps failed on {case}: "
+             f"{str(error).split('Hint:')[0].strip()}",
+             INPLACE_HINT + " In a step: e = e / e.sum(-1, keepdim=True), not e /= ...; "
+             "and extend the cache with torch.cat, not by writing into a buffer.")
     Q2, K2, V2 = (x.detach().clone().requires_grad_() for x in (Q, K, V))
     (_full_causal(Q2, K2, V2).float() * weights).sum().backward()
     for name, x, ref in (("queries", Q, Q2), ("keys", K, K2), ("values", V, V2)):

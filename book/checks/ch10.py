@@ -33,7 +33,8 @@ def _rope(x, positions, pairing="interleaved", sign=1.0, exponent=2.0):
 
 def _rope_cases():
     """(case, x, positions, tolerance): odd shapes, offsets as in a cache, unsorted
-    positions, a long sequence, float16 at large positions, positions above 32767, float64."""
+    positions, a long sequence, float16 at large positions, positions above 32767, float64,
+    one shape at two sets of positions, a transposed (non-contiguous) x, head size 128."""
     g = torch.Generator().manual_seed(10)
 
     def randn(*shape, dtype=torch.float32):
@@ -59,6 +60,15 @@ def _rope_cases():
          2e-2),
         ("float64 x of shape (2, 6, 6) at positions [9, 8, 7, 30, 31, 2]",
          randn(2, 6, 6, dtype=torch.float64), torch.tensor([9, 8, 7, 30, 31, 2]), 1e-6),
+        # The first case's shape again, at other positions: cos and sin cached by shape
+        # would be stale.
+        ("x of shape (2, 3, 10, 8) again, now at positions 10..19 (the next ten)",
+         randn(2, 3, 10, 8), torch.arange(10, 20), 1e-3),
+        ("q of shape (2, 3, 7, 8) made by q.transpose(1, 2) from (2, 7, 3, 8), as "
+         "attention splits heads (not contiguous), at positions 0..6",
+         randn(2, 7, 3, 8).transpose(1, 2), torch.arange(7), 1e-3),
+        ("x of shape (1, 2, 4, 128) (head size 128, as in Llama) at positions "
+         "[0, 7, 300, 511]", randn(1, 2, 4, 128), torch.tensor([0, 7, 300, 511]), 1e-3),
     ]
 
 
@@ -70,10 +80,19 @@ _PAIRING_HINT = (
     "convention are wrong for the other.")
 
 
-def _diagnose_rope(out, x, positions, case):
-    """A hint for a wrong output, from what it equals instead."""
+def _diagnose_rope(out, x, positions, case, earlier=()):
+    """A hint for a wrong output, from what it equals instead; `earlier`: the positions of
+    earlier calls with x of the same shape."""
     same = lambda y: torch.allclose(out.double(), y, atol=1e-2, rtol=1e-2)  # noqa: E731
     n = len(positions)
+    for before in earlier:
+        if not torch.equal(before, positions) and same(_rope(x, before)):
+            first = ", ".join(str(p) for p in before.tolist()[:3])
+            return (f"your output is RoPE at the positions of an earlier call with x of "
+                    f"the same shape (positions {first}, ...), not at the given positions: "
+                    "cos and sin depend on the positions, not only on the shape. Compute "
+                    "them from `positions` at every call (a cache must be keyed by the "
+                    "positions themselves).")
     if same(_rope(x, positions, "half")):
         return _PAIRING_HINT
     if same(_rope(x, positions, sign=-1.0)):
@@ -105,7 +124,9 @@ def _diagnose_rope(out, x, positions, case):
     wrong_pairs = [j for j in range(x.shape[-1] // 2)
                    if max(pair_error[2 * j], pair_error[2 * j + 1]) > 1e-2]
     if wrong_pairs and 0 not in wrong_pairs:
-        return (f"pair 0 (frequency 1) is right, pairs {wrong_pairs} are not: check the "
+        listed = (str(wrong_pairs) if len(wrong_pairs) <= 8 else
+                  f"{str(wrong_pairs[:5])[:-1]}, ... {wrong_pairs[-1]}]")
+        return (f"pair 0 (frequency 1) is right, pairs {listed} are not: check the "
                 "frequencies, theta_j = 10000^(-2j/d) for j = 0, ..., d/2 - 1, with d the "
                 "feature size x.shape[-1].")
     return ("y[2j] = x[2j] cos(p theta_j) - x[2j+1] sin(p theta_j), y[2j+1] = x[2j] "
@@ -113,9 +134,18 @@ def _diagnose_rope(out, x, positions, case):
             "10000^(-2j/d).")
 
 
+def _view_hint(error):
+    """A hint for .view() on a tensor that is not contiguous."""
+    if "view size is not compatible" in str(error):
+        return ("this x is not contiguous (q.transpose(1, 2), as attention splits heads), "
+                "and .view() cannot reshape it without a copy: use .reshape() or "
+                ".flatten(), which copy when they must.")
+    return None
+
+
 def _call_rope(fn, x, positions, case):
     before, positions_before = x.clone(), positions.clone()
-    out = call(fn, x, positions, name="apply_rope", case=case)
+    out = call(fn, x, positions, name="apply_rope", case=case, hint_on_error=_view_hint)
     expect_tensor(out, x.shape, x.dtype, what="apply_rope's output", case=case)
     if not torch.equal(x, before) or not torch.equal(positions, positions_before):
         fail(f"apply_rope changed its input in place on {case}.",
@@ -125,7 +155,9 @@ def _call_rope(fn, x, positions, case):
 
 
 def _check_rope_values(fn):
+    seen = {}                                   # (n, d) -> positions of earlier calls
     for case, x, positions, tol in _rope_cases():
+        earlier = seen.setdefault(tuple(x.shape[-2:]), [])
         out = _call_rope(fn, x, positions, case)
         norms_in = x.double().norm(dim=-1)
         norms_out = out.double().norm(dim=-1)
@@ -135,7 +167,7 @@ def _check_rope_values(fn):
             fail(f"apply_rope changes the length of vectors on {case}: the vector at index "
                  f"{where} has norm {norms_in[where].item():.4g}, after RoPE "
                  f"{norms_out[where].item():.4g}. A rotation keeps every length.",
-                 _diagnose_rope(out, x, positions, case))
+                 _diagnose_rope(out, x, positions, case, earlier))
         expected = _rope(x, positions)
         if not torch.allclose(out.double(), expected, atol=tol, rtol=tol):
             diff = (out.double() - expected).abs()
@@ -145,7 +177,8 @@ def _check_rope_values(fn):
                  f"{int(positions[t])}, feature {where[-1]}) expected "
                  f"{expected[where].item():.4g}, got {out.double()[where].item():.4g} "
                  f"(largest difference {diff.max().item():.3g}).",
-                 _diagnose_rope(out, x, positions, case))
+                 _diagnose_rope(out, x, positions, case, earlier))
+        earlier.append(positions)
 
 
 def _check_rope_relative(fn):
@@ -228,7 +261,7 @@ def _slopes(num_heads):
 
 
 _ALIBI_CASES = [(8, 10), (4, 6), (1, 5), (2, 3), (6, 12), (12, 7), (3, 50), (5, 9),
-                (16, 300), (7, 2), (4, 1)]
+                (16, 300), (7, 2), (4, 1), (8, 40)]  # (8, 40): 8 heads again, a longer n
 
 
 def _describe_slopes(slopes):
@@ -271,11 +304,26 @@ def _slope_hint(seen, want, h):
     return "for h heads (a power of 2) the slopes are 2^(-8k/h) for k = 1, ..., h."
 
 
-def _check_alibi_case(fn, h, n):
+def _check_alibi_case(fn, h, n, earlier=()):
+    """`earlier`: the (num_heads, n) of the calls before this one."""
     case = f"num_heads={h}, n={n}"
     bias = call(fn, h, n, name="alibi_bias", case=case)
-    expect_tensor(bias, (h, n, n), what="alibi_bias's output", case=case,
-                  hint="one (n, n) matrix per head: bias[head, i, j] for query i, key j.")
+    hint = "one (n, n) matrix per head: bias[head, i, j] for query i, key j."
+    if isinstance(bias, torch.Tensor) and bias.dim() == 3 and \
+            (h, bias.shape[-1]) in earlier:
+        hint = (f"this is the shape of an earlier call's output (num_heads={h}, "
+                f"n={bias.shape[-1]}): the bias depends on n too. Compute it at every call "
+                "(a cache must be keyed by (num_heads, n), or slice a larger bias).")
+    if isinstance(bias, torch.Tensor) and bias.shape == (h, n, n) and \
+            bias.is_floating_point():
+        below = torch.ones(n, n, dtype=torch.bool).tril()
+        if torch.isnan(bias[:, ~below]).any() and not torch.isnan(bias[:, below]).any():
+            fail(f"alibi_bias has NaN above the diagonal (keys j > i) on {case}.",
+                 "fill the entries the causal mask hides with a number or -inf, not NaN: a "
+                 "mask that is added to the scores (scores + bias + mask, or a float "
+                 "attn_mask) does not hide NaN, since NaN + (-inf) is NaN, and one NaN "
+                 "score makes its whole softmax row NaN.")
+    expect_tensor(bias, (h, n, n), what="alibi_bias's output", case=case, hint=hint)
     if bias.dtype != torch.float32:
         fail(f"alibi_bias's output has dtype {bias.dtype} on {case}; expected torch.float32, "
              "the dtype of the scores it is added to.",
@@ -339,7 +387,7 @@ def check_alibi_bias(fn):
     """Check `fn(num_heads, n)`: a float32 (num_heads, n, n) tensor whose entry [h, i, j],
     for keys j <= i, is -m_h (i - j) with the ALiBi paper's slopes m_h, exactly as the
     exercise defines it (0 on the diagonal); entries above the diagonal (masked) are not
-    checked. Head
-    counts that are powers of 2 and others, n from 1 to 300."""
-    for h, n in _ALIBI_CASES:
-        _check_alibi_case(fn, h, n)
+    checked, but must not be NaN. Head counts that are powers of 2 and others, n from 1 to
+    300, and one head count again with a larger n."""
+    for number, (h, n) in enumerate(_ALIBI_CASES):
+        _check_alibi_case(fn, h, n, earlier=_ALIBI_CASES[:number])
