@@ -125,7 +125,7 @@ WRONG_SOFTMAXES = {  # the course's table, plus kinds round 1 missed
 
 R1_EXPECTED = {
     "exp without max subtraction": "subtract each row's maximum first",
-    "subtracts the global max, not each row's": "exp() overflows",
+    "subtracts the global max, not each row's": "exp() underflowed",
     "clamps scores at 80 instead of shifting": "clamping or subtracting a mean",
     "subtracts the row mean instead of the max": "exp() overflows",
     "hard-coded dim=1 (right for 2-D only)": "not over another axis",
@@ -138,7 +138,7 @@ R1_EXPECTED = {
     "float16 in, float32 out": "expected torch.float16",
     "returns float64 for every input": "expected torch.float32",
     "squeezes the input (size-1 axes vanish)": "no .squeeze()",
-    "global max via .item()": "exp() overflows",
+    "global max via .item()": "exp() underflowed",
     "calls torch.softmax (forbidden)": "your function calls torch.softmax",
     "returns a tuple (weights, exps)": "return only the weights",
     "score(keys, queries).T (argument order)": "call score(queries, keys), in this order",
@@ -383,3 +383,52 @@ def test_check_topk_attention_pool_rejects_round2(fn):
 @pytest.mark.parametrize("fn", _round2("round2_ch01_topk", ("C_", "O_", "Q_")))
 def test_check_topk_attention_pool_accepts_round2_right_solutions(fn):
     accepts(checks.check_topk_attention_pool, fn)
+
+
+# -- Round 4 red team (tests/checker_redteam/round4_ch01_*.py): messages it found wrong --
+
+ROUND4_SOFTMAX_MESSAGES = {
+    # .view() on a non-contiguous 3-D input (the case round 4 found missing)
+    "W_14_view_needs_contiguous": ["transposed view, not contiguous", "Use .reshape()"],
+    # NaN from underflow (a constant far above a row's scores), not from overflow
+    "W_02_global_max": ["exp() underflowed", "each row's own maximum"],
+    "W_06_subtract_max_abs": ["exp() underflowed"],
+    "W_17_max_of_first_row": ["exp() underflowed"],
+    "W_01_naive_no_max": ["exp() overflows", "yours returned inf"],
+}
+
+ROUND4_TOPK_MESSAGES = {
+    # a threshold that drops the k-th best masks every key of a row whose best scores tie
+    "W_03_strict_greater": ["every key of such a query was masked", "scores < topk(k"],
+    # keeps too few keys: the k-th best itself must stay
+    "W_19_mask_le_kth": ["the k-th best score itself must stay", "(not scores <= kth)"],
+    "W_16_k_minus_one": ["the k-th best score itself must stay", "not the (k-1)-th"],
+    # a crash gets a hint too
+    "W_20_missing_keepdim": ["must match the size", "values[:, -1:]", "keys axis of size 1"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND4_SOFTMAX_MESSAGES)
+def test_round4_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round4_ch01_softmax as r4
+
+    rejects(checks.check_softmax, vars(r4)[name], *ROUND4_SOFTMAX_MESSAGES[name])
+    if name != "W_01_naive_no_max":
+        assert "exp() overflows" not in rejects(checks.check_softmax, vars(r4)[name])
+
+
+@pytest.mark.parametrize("name", ROUND4_TOPK_MESSAGES)
+def test_round4_topk_messages_point_at_the_fault(name):
+    from checker_redteam import round4_ch01_topk as r4
+
+    text = rejects(checks.check_topk_attention_pool, vars(r4)[name],
+                   *ROUND4_TOPK_MESSAGES[name])
+    assert "exp() overflows" not in text
+
+
+def test_round4_softmax_refuses_the_built_in_softmaxes():
+    from checker_redteam import round4_ch01_softmax as r4
+
+    for name in ("S_01_softmin_of_negative", "S_02_torch_special_softmax",
+                 "S_03_categorical_probs", "S_04_sigmoid_trick_for_two"):
+        rejects(checks.check_softmax, vars(r4)[name], "your function calls")

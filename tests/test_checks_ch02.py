@@ -226,3 +226,39 @@ def test_round3_nan_replaced_after_the_division_and_transposed_weights():
     for name in ("W_01_nan_to_num", "W_05_where_after_division"):
         rejects(checks.check_epanechnikov_pool, vars(r3)[name], "gave NaN (0/0)")
     rejects(checks.check_epanechnikov_pool, r3.W_08_weights_transposed, "as many queries")
+
+
+# -- Round 4 red team (tests/checker_redteam/round4_ch02_epanechnikov.py) ---------------------
+
+ROUND4_MESSAGES = {
+    # the exercise says "from scratch (without calling book.kernel_regression)"
+    "S_01_calls_book_nadaraya_watson": [
+        "your function calls book.kernel_regression.nadaraya_watson", "from scratch"],
+    "S_02_calls_book_kernel_only": [
+        "your function calls book.kernel_regression.epanechnikov", "from scratch"],
+    # an empty window's output is 0, not a fallback
+    "W_12_mean_output_for_empty": ["expected 0", "its output", "is 0", "without a fallback"],
+    # the width scaling, not the order of the keys
+    "W_10_strict_window_open": ["your window is narrower than |u| <= 1", "not |u| <= width"],
+    "W_13_width_squared": ["your window is narrower than |u| <= 1", "not d / width ** 2"],
+    "W_22_width_default_ignored": ["your window is narrower than |u| <= 1", "at width 1",
+                                   "not a fixed one"],
+    "W_05_ignores_width": ["your window is wider than |u| <= 1"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND4_MESSAGES)
+def test_round4_messages_point_at_the_fault(name):
+    from checker_redteam import round4_ch02_epanechnikov as r4
+
+    text = rejects(checks.check_epanechnikov_pool, vars(r4)[name], *ROUND4_MESSAGES[name])
+    assert "they are not sorted" not in text and "not reordered" not in text
+
+
+def test_round4_book_kernel_regression_is_back_after_the_check():
+    from book import kernel_regression as kr
+    from checker_redteam import round4_ch02_epanechnikov as r4
+
+    nadaraya_watson, epanechnikov = kr.nadaraya_watson, kr.epanechnikov
+    rejects(checks.check_epanechnikov_pool, r4.S_01_calls_book_nadaraya_watson)
+    assert kr.nadaraya_watson is nadaraya_watson and kr.epanechnikov is epanechnikov

@@ -335,3 +335,51 @@ def test_check_scaled_dot_product_attention_rejects_round2(fn):
 @pytest.mark.parametrize("fn", _round2("round2_ch03_sdpa", ("C_", "O_", "Q_")))
 def test_check_scaled_dot_product_attention_accepts_round2_right_solutions(fn):
     accepts(checks.check_scaled_dot_product_attention, fn)
+
+
+# -- Round 4 red team (tests/checker_redteam/round4_ch03_*.py) ------------------------------
+
+ROUND4_MASKED_MESSAGES = {
+    # holes: a constant full-length row, a non-contiguous X, lengths above 2048 in float16
+    "W_26_min_fill_but_zero_rows_by_sum_check": [
+        "whose rows are constant", "has valid_len 4 but came out all zeros"],
+    "W_13_view_noncontiguous": ["not contiguous in memory", "Use .reshape()"],
+    "W_29_float_lens_truncation": ["(1, 2, 4100)",
+                                   "float16 holds the integers exactly only up to 2048"],
+    "W_30_float_valid_lens_and_where": ["float16 holds the integers exactly only up to 2048"],
+    # the exercise says "without looking at book.attention"
+    "S_01_calls_book_masked_softmax": ["your function calls book.attention.masked_softmax"],
+    # whole rows zeroed: by another row's length, or along the queries axis
+    "W_14_zero_rows_by_index_only_batch": ["has valid_len 2 but came out all zeros",
+                                           "only a row whose own valid_len is 0"],
+    "W_19_mask_on_queries_axis": ["the mask runs along the wrong axis",
+                                  "torch.arange(num_keys)"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND4_MASKED_MESSAGES)
+def test_round4_masked_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round4_ch03_masked_softmax as r4
+
+    text = rejects(checks.check_masked_softmax, vars(r4)[name], *ROUND4_MASKED_MESSAGES[name])
+    assert "zeroing weights after it leaves rows" not in text
+
+
+def test_round4_book_masked_softmax_is_back_after_the_check():
+    from book import attention
+    from checker_redteam import round4_ch03_masked_softmax as r4
+
+    masked_softmax = attention.masked_softmax
+    rejects(checks.check_masked_softmax, r4.S_01_calls_book_masked_softmax)
+    assert attention.masked_softmax is masked_softmax
+    # scaled dot-product attention may use book.attention.masked_softmax
+    from checker_redteam import round4_ch03_sdpa as r4s
+    accepts(checks.check_scaled_dot_product_attention, r4s.O_04_book_masked_softmax)
+
+
+def test_round4_sdpa_names_per_query_lengths_reduced_to_one_per_sequence():
+    from checker_redteam import round4_ch03_sdpa as r4
+
+    rejects(checks.check_scaled_dot_product_attention, r4.W_16_per_query_lens_as_per_seq,
+            "the largest of its per-query lengths", "a 2-D valid_lens of shape (batch, "
+            "num_queries) gives every query its own length")

@@ -1,5 +1,6 @@
 """Checkers for chapter 1's exercises: a stable softmax and top-k attention pooling."""
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
                     forbidden, is_close)
@@ -36,6 +37,11 @@ def _softmax_cases():
          (10 * torch.randn(3, 5, generator=g)).half()),
         ("a (2, 4) float64 matrix of large scores", 500 * torch.randn(2, 4, generator=g,
                                                                        dtype=torch.float64)),
+        # A view that is not contiguous: .view(-1, n) cannot flatten it (a transposed 2-D
+        # matrix still views, a 3-D one does not).
+        ("a (2, 3, 4) batch that is a transposed view, not contiguous in memory "
+         "(torch.randn(3, 2, 4).transpose(0, 1))",
+         torch.randn(3, 2, 4, generator=torch.Generator().manual_seed(13)).transpose(0, 1)),
     ]
 
 
@@ -43,7 +49,54 @@ def _no_keepdim_hint(error):
     if "must match the size" in str(error):
         return ("sum over dim=-1 with keepdim=True, so that the (..., 1) sums broadcast "
                 "against the (..., n) exponentials.")
+    if "view size is not compatible" in str(error):
+        return ("the input may be a view that is not contiguous in memory (a transpose, a "
+                "slice): .view() cannot flatten it. Use .reshape() instead, or better, work "
+                "on the last axis directly (amax and sum over dim=-1, keepdim=True) without "
+                "flattening.")
     return None
+
+
+class _ExpWatch(TorchFunctionMode):
+    """Records what the learner's exp() returned: inf (overflow), or a row of zeros along the
+    last axis (underflow of every entry, so that the row divides 0 by 0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.overflow = self.underflow = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if getattr(func, "__name__", "") in ("exp", "exp_") and isinstance(out, torch.Tensor) \
+                and out.is_floating_point() and out.numel():
+            values = out.detach()
+            self.overflow |= bool(torch.isinf(values).any())
+            self.underflow |= bool((values == 0).all(dim=-1).any()) if values.dim() else \
+                bool(values == 0)
+        return out
+
+
+def _nan_hint(fn, scores, why):
+    """Why softmax gave NaN: run it again and look at what its exp() returned."""
+    watch = _ExpWatch()
+    try:
+        with forbidden(_SOFTMAXES, why), watch:
+            fn(scores.clone())
+    except Exception:  # noqa: BLE001 - only a diagnosis; the first call already ran
+        pass
+    overflow = ("exp() overflows for large scores (exp(89) is inf in float32, exp(12) in "
+                "float16; yours returned inf, and inf / inf is NaN): subtract each row's "
+                "maximum first.")
+    if watch.underflow and not watch.overflow:
+        return ("exp() returned 0 for every score of a row, so that row divides 0 by 0: "
+                "exp() underflowed, because the constant you subtract lies far above that "
+                "row's scores (one maximum for the whole tensor, another row's maximum, or "
+                "max |x|). Subtract each row's own maximum, scores.amax(dim=-1, "
+                "keepdim=True), so that the largest exponent of every row is e^0 = 1.")
+    if watch.underflow:
+        return overflow + " (exp() also underflowed to 0 for every score of a row: the " \
+            "maximum must be each row's own, amax(dim=-1, keepdim=True).)"
+    return overflow
 
 
 @checker("softmax")
@@ -59,11 +112,14 @@ def check_softmax(fn):
                                     "or `.sub_()`.")
         if isinstance(out, tuple):
             fail(f"softmax returned a tuple of {len(out)} on {case}; return only the weights.")
+        nan_hint = None
+        if isinstance(out, torch.Tensor) and out.is_floating_point() \
+                and torch.isnan(out).any():
+            nan_hint = _nan_hint(fn, scores, why)
         expect_tensor(out, scores.shape, what="softmax(scores)", case=case,
                       hint="return a tensor of the input's shape: the softmax runs over the "
                            "last axis and keeps every axis (no .squeeze(), no flattening).",
-                      nan_hint="exp() overflows for large scores (exp(89) is inf in float32, "
-                           "exp(12) in float16): subtract each row's maximum first.")
+                      nan_hint=nan_hint)
         if not torch.equal(scores, before):
             fail(f"softmax changed its input in place on {case}.",
                  "use `scores - max` (a new tensor), not `scores -= max` or `.sub_()`.")
@@ -191,6 +247,11 @@ def _fill_hint(error):
     if "overflow" in str(error) or "Half" in str(error):
         return ("in float16 the fill value must fit (float16 ends near -65504): use "
                 "float('-inf'), which every dtype has, or torch.finfo(scores.dtype).min.")
+    if "must match the size" in str(error):
+        return ("the k-th best score of each query must keep a keys axis of size 1 to "
+                "broadcast against the (num_queries, num_keys) scores: "
+                "topk(k, dim=-1).values[:, -1:] (or [:, -1, None]), not [:, -1], which has "
+                "shape (num_queries,) and lines up with the keys axis.")
     return None
 
 
@@ -216,6 +277,19 @@ def check_topk_attention_pool(fn):
         overflow = ("exp() overflows for large scores, or underflows to 0/0 when every score "
                     "is very negative: use torch.softmax, or subtract each row's maximum "
                     "before exp.")
+        if isinstance(weights, torch.Tensor) and tuple(weights.shape) == (n_q, n_k) \
+                and weights.is_floating_point() and torch.isnan(weights).any():
+            scores = score(queries, keys).double()
+            best = scores.amax(dim=-1)
+            kth = scores.topk(k, dim=-1).values[:, -1]
+            rows = torch.isnan(weights).any(dim=-1)
+            if bool((best[rows] == kth[rows]).all()):
+                overflow = (
+                    "every key of such a query was masked. In these rows the best score "
+                    "ties with the k-th best, so a threshold that drops the k-th best itself "
+                    "(mask scores <= kth, keep scores > kth, or compare with the (k+1)-th "
+                    "best) masks them all, and the softmax of a row of -inf is NaN. Mask only "
+                    "the scores below the k-th best: scores < topk(k, dim=-1).values[:, -1:].")
         expect_tensor(weights, (n_q, n_k), what="weights", case=case, nan_hint=overflow)
         expect_tensor(outputs, (n_q, d_v), what="outputs", case=case, nan_hint=overflow)
         expect_tensor(weights, dtype=queries.dtype, what="weights", case=case)
@@ -245,6 +319,12 @@ def check_topk_attention_pool(fn):
                 hint = ("only keys whose score equals the k-th best exactly are kept: mask "
                         "scores < topk(k).values[:, -1:] without a tolerance (a key 2e-4 "
                         "below the k-th best is not tied with it).")
+            if bool((kept <= ref_kept).all()) and bool((kept < ref_kept).any()) \
+                    and not bool((ref_kept > k).any()):
+                hint = ("too few keys keep a weight: the k-th best score itself must stay. "
+                        "Take it as topk(k, dim=-1).values[:, -1:] (the last of the k, not "
+                        "the (k-1)-th) and mask the scores strictly below it, scores < kth "
+                        "(not scores <= kth).")
             if (ref_kept > k).any() and bool((kept <= ref_kept).all()):
                 hint = ("keys whose score equals the k-th best score are all kept (the "
                         "exercise's rule for ties): mask the scores below the k-th best "

@@ -2,8 +2,15 @@
 import torch
 from torch.overrides import TorchFunctionMode
 
+from .. import kernel_regression as _kr
 from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
-                    is_close)
+                    forbidden, is_close)
+
+# Exercise 2.1 asks for the pooling "from scratch (without calling book.kernel_regression)".
+_BOOK_POOLING = [(_kr, "nadaraya_watson"), (_kr, "epanechnikov"), (_kr, "boxcar"),
+                 (_kr, "gaussian"), (_kr, "NWKernelRegression")]
+_FROM_SCRATCH = ("the exercise asks you to write the pooling from scratch, without calling "
+                 "book.kernel_regression (compute u, the kernel and the weights yourself).")
 
 
 def _epanechnikov_reference(queries, keys, values, width):
@@ -88,7 +95,7 @@ def check_epanechnikov_pool(fn):
     edge, and gradients; a division that gives 0/0 (NaN replaced afterwards) is refused."""
     for case, queries, keys, values, width in _epanechnikov_cases():
         given = [queries.clone(), keys.clone(), values.clone()]
-        with _NanFromDivision() as divisions:
+        with _NanFromDivision() as divisions, forbidden(_BOOK_POOLING, _FROM_SCRATCH):
             result = call(fn, *given, width, name="epanechnikov_pool", case=case)
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             fail(f"epanechnikov_pool should return a tuple (outputs, weights), got "
@@ -127,6 +134,12 @@ def check_epanechnikov_pool(fn):
                  "when the sum of the kernel values is 0, keep the weights 0 (guard the "
                  "division) instead of spreading them over keys that are outside the window.")
         outside = (u.abs() > 1 + 1e-6) & (weights != 0)
+        window = _window_size(u, weights) if outside.any() else None
+        if window is not None and window[0] > 1 and not bool((weights < 0).any()):
+            i, j = (int(t) for t in outside.nonzero()[0])
+            fail(f"weights[{i}, {j}] is {weights[i, j].item():.3g} on {case}, for "
+                 f"{_describe(queries, keys, width, i, j)}: that key lies outside the window "
+                 "|u| <= 1 and must get weight 0.", _width_hint(window, width, "wider"))
         if outside.any():
             i, j = (int(t) for t in outside.nonzero()[0])
             fail(f"weights[{i}, {j}] is {weights[i, j].item():.3g} on {case}, for "
@@ -151,10 +164,14 @@ def check_epanechnikov_pool(fn):
         inside = (u.abs() < 1 - 1e-6) & (weights == 0) & ~empty[:, None]
         if inside.any():
             i, j = (int(t) for t in inside.nonzero()[0])
+            hint = ("every key with |u| < 1 counts, wherever it sits in `keys` (they are "
+                    "not sorted, and there may be many): compute u for all pairs, shape "
+                    "(n_q, n_k).")
+            window = _window_size(u, weights)
+            if window is not None and window[1] < 1:
+                hint = _width_hint(window, width, "narrower")
             fail(f"weights[{i}, {j}] is 0 on {case}, for {_describe(queries, keys, width, i, j)}:"
-                 " that key lies inside the window and must get a weight > 0.",
-                 "every key with |u| < 1 counts, wherever it sits in `keys` (they are not "
-                 "sorted, and there may be many): compute u for all pairs, shape (n_q, n_k).")
+                 " that key lies inside the window and must get a weight > 0.", hint)
         if empty.any() and not torch.equal(weights[empty], torch.zeros_like(weights[empty])):
             fail(f"a query with no key inside its window should get all-zero weights on {case}; "
                  f"query {queries[empty][0].item():.4g} got "
@@ -176,9 +193,16 @@ def check_epanechnikov_pool(fn):
                      hint="the weight of key j is K(u_j) / sum_i K(u_i), with u = (query - "
                           "key) / width, K(u) = 3/4 (1 - u^2) for |u| <= 1, for the pairs "
                           "(query i, key j) in this order: weights[i, j].")
-        expect_close(outputs, ref_outputs, what="outputs", case=case,
-                     hint="the output of a query is the weighted sum of the values, with "
-                          "values[j] belonging to keys[j] (not the keys; not reordered).")
+        hint = ("the output of a query is the weighted sum of the values, with values[j] "
+                "belonging to keys[j] (not the keys; not reordered).")
+        if isinstance(outputs, torch.Tensor) and empty.any() and not is_close(
+                outputs[empty], ref_outputs[empty]) and is_close(outputs[~empty],
+                                                                 ref_outputs[~empty]):
+            hint = ("a query whose window holds no key has all-zero weights, so its output, "
+                    "the weighted sum of the values, is 0: return weights @ values for every "
+                    "query, without a fallback (a mean of the values, the nearest key's "
+                    "value) for the empty windows.")
+        expect_close(outputs, ref_outputs, what="outputs", case=case, hint=hint)
     g = torch.Generator().manual_seed(21)
     keys, values = torch.rand(10, generator=g) * 4, torch.randn(10, generator=g)
     queries = torch.tensor([0.35, 1.9, 3.05, 9.0, 2.45])   # 9.0: an empty window
@@ -195,6 +219,25 @@ def check_epanechnikov_pool(fn):
                               " K / total, 0)), but the backward still divides by the zero "
                               "total: guard the denominator itself, K / total.clamp_min(tiny) "
                               "or K / torch.where(total > 0, total, 1).")
+
+
+def _window_size(u, weights):
+    """c if the keys with weight != 0 are exactly those with |u| < c (one c for every query,
+    as when the learner's window or u is scaled by the width in another way), else None."""
+    kept = weights.detach() != 0
+    if not kept.any() or kept.all():
+        return None
+    a, b = float(u.abs()[kept].max()), float(u.abs()[~kept].min())
+    return (a, b) if a < b else None
+
+
+def _width_hint(window, width, wider):
+    a, b = window
+    return (f"your window is {wider} than |u| <= 1: at width {width:g} the keys with |u| up "
+            f"to {a:.3g} get a weight and those from {b:.3g} on do not: scale the distance "
+            "by the width once, u = (query - key) / width, before squaring ((d / width)^2, "
+            "not d^2 / width; not d / width ** 2; the width passed in, not a fixed one), and "
+            "keep the keys with |u| <= 1 (not |u| <= width).")
 
 
 def is_close_rows(sums, empty):

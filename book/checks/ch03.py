@@ -3,8 +3,14 @@ import math
 
 import torch
 
+from .. import attention as _attention
 from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
-                    is_close)
+                    forbidden, is_close)
+
+# Exercise 3.1: "Write masked_softmax(X, valid_lens) without looking at book.attention".
+_BOOK_MASKED_SOFTMAX = [(_attention, "masked_softmax")]
+_OWN_MASK = ("the exercise asks you to write masked_softmax yourself, without "
+             "book.attention's (build the mask from valid_lens, fill, softmax).")
 
 
 def _lens_2d(valid_lens, shape):
@@ -64,6 +70,27 @@ def _masked_softmax_cases():
         ("float64 X of shape (2, 3, 5), valid_lens [[5, 0, 2], [3, 3, 3]]",
          torch.randn(2, 3, 5, generator=g, dtype=torch.float64),
          torch.tensor([[5, 0, 2], [3, 3, 3]])),
+        *_masked_softmax_cases_round4(),
+    ]
+
+
+def _masked_softmax_cases_round4():
+    """Cases added after red-team round 4 (their own generator: the data above stays)."""
+    g = torch.Generator().manual_seed(33)
+    constant = torch.tensor([0.0, 2.5, -1.0, 7.0]).reshape(2, 2, 1).expand(2, 2, 4).clone()
+    return [
+        # A valid row whose scores are all equal is uniform: 1/n over a full row.
+        ("X of shape (2, 2, 4) whose rows are constant (all 4 scores of a row equal), "
+         "valid_lens [[4, 2], [4, 0]]", constant, torch.tensor([[4, 2], [4, 0]])),
+        # .view() cannot flatten a transposed batch.
+        ("X of shape (2, 3, 5) that is a transposed view, not contiguous in memory "
+         "(torch.randn(2, 5, 3).transpose(1, 2)), valid_lens [[1, 3, 5], [2, 4, 0]]",
+         torch.randn(2, 5, 3, generator=g).transpose(1, 2),
+         torch.tensor([[1, 3, 5], [2, 4, 0]])),
+        # float16 holds the integers only up to 2048: lengths or positions cast to X.dtype
+        # round (2049 -> 2048, 4099 -> 4100).
+        ("float16 X of shape (1, 2, 4100), valid_lens [[2049, 4100]] (lengths above 2048)",
+         torch.randn(1, 2, 4100, generator=g).half(), torch.tensor([[2049, 4100]])),
     ]
 
 
@@ -71,6 +98,10 @@ def _fill_overflow_hint(error):
     if "overflow" in str(error):
         return ("your fill value does not fit in float16 (its range ends near -65504): use "
                 "torch.finfo(X.dtype).min, which fits every dtype.")
+    if "view size is not compatible" in str(error):
+        return ("X may be a view that is not contiguous in memory (a transpose): .view() "
+                "cannot flatten it. Use .reshape(), or better, broadcast the mask against "
+                "X without flattening: torch.arange(num_keys) < valid_lens[..., None].")
     if "must match the size" in str(error):
         return ("the positions to compare with valid_len are those of the keys: "
                 "torch.arange(X.shape[-1]), broadcast against valid_lens[:, None, None] "
@@ -101,12 +132,13 @@ def check_masked_softmax(fn):
     for case, X, valid_lens in _masked_softmax_cases():
         before = X.clone()
         lens_given = None if valid_lens is None else valid_lens.clone()
-        out = call(fn, X, lens_given, name="masked_softmax", case=case,
-                   hint_on_error=_fill_overflow_hint,
-                   inplace_hint="build new tensors: X.masked_fill(...), not X[...] = or "
-                                "masked_fill_ (d2l's version has this bug: it writes the "
-                                "fill value into X), and valid_lens[:, None], not "
-                                "valid_lens.unsqueeze_(-1).")
+        with forbidden(_BOOK_MASKED_SOFTMAX, _OWN_MASK):
+            out = call(fn, X, lens_given, name="masked_softmax", case=case,
+                       hint_on_error=_fill_overflow_hint,
+                       inplace_hint="build new tensors: X.masked_fill(...), not X[...] = or "
+                                    "masked_fill_ (d2l's version has this bug: it writes the "
+                                    "fill value into X), and valid_lens[:, None], not "
+                                    "valid_lens.unsqueeze_(-1).")
         _lens_unchanged(lens_given, valid_lens, "masked_softmax", case)
         lens = _lens_2d(valid_lens, X.shape)                          # (batch, queries)
         empty = lens == 0
@@ -154,6 +186,23 @@ def check_masked_softmax(fn):
             else:
                 hint = ("mask the scores before the softmax; zeroing weights after it leaves "
                         "rows that sum to less than 1.")
+            zero_rows = (W == 0).all(dim=-1) & ~empty                 # valid keys, no weight
+            if zero_rows.any() and X.abs().max() <= 1e4 and valid_lens is not None:
+                b, i = (int(t) for t in zero_rows.nonzero()[0])
+                if bool(((W != 0) & padded).any()):
+                    hint = (f"row (example {b}, query {i}) came out all zeros, while padded "
+                            "keys of other rows kept a weight: the mask runs along the wrong "
+                            "axis. valid_len counts the keys of each query, so compare the "
+                            "key positions, torch.arange(num_keys) (the last axis), with it, "
+                            "not the query positions.")
+                else:
+                    hint = (f"row (example {b}, query {i}) has valid_len "
+                            f"{int(lens[b, i])} but came out all zeros: only a row whose own "
+                            "valid_len is 0 is all zeros. Multiply the weights by the mask "
+                            "(it zeroes exactly the padded keys, and so the empty rows) "
+                            "instead of zeroing whole rows by a test on the weights (a valid "
+                            "row of equal scores is uniform too) or on the lengths of other "
+                            "rows.")
             fail(f"each query's weights over its valid keys must sum to 1 on {case}; "
                  f"they sum to {[round(x, 3) for x in sums.tolist()[:8]]}.", hint)
         if valid_lens is not None and padded.any() and is_close(
@@ -192,6 +241,10 @@ def check_masked_softmax(fn):
         last = (positions == lens[..., None] - 1) & ~empty[..., None]
         if (W[last] == 0).any():
             fail(f"the last valid key of some query has weight 0 on {case}.",
+                 "float16 holds the integers exactly only up to 2048 (2049 rounds to 2048, "
+                 "4099 to 4100): compare integer positions, torch.arange(num_keys), with the "
+                 "integer valid_lens; do not cast the lengths or the positions to X.dtype."
+                 if X.dtype == torch.half and int(lens.max()) > 2048 else
                  "the mask is off by one: keep positions < valid_len, not < valid_len - 1.")
         expect_close(out, ref, what="masked_softmax(X, valid_lens)", case=case,
                      atol=atol, rtol=1e-3,
@@ -360,6 +413,17 @@ def check_scaled_dot_product_attention(fn):
         for kwargs, why in _sdpa_mistakes(q, k, v):
             if is_close(out, _attend(q, k, v, valid_lens, **kwargs), atol=atol, rtol=1e-3):
                 fail(f"the output is wrong on {case}: {why}")
+        if valid_lens is not None and valid_lens.dim() == 2:
+            for reduced, how in ((valid_lens.amax(dim=1), "the largest"),
+                                 (valid_lens.amin(dim=1), "the smallest"),
+                                 (valid_lens[:, 0], "the first query's")):
+                if is_close(out, _attend(q, k, v, reduced), atol=atol, rtol=1e-3):
+                    fail(f"the output is wrong on {case}: each example uses {how} of its "
+                         "per-query lengths for every query.",
+                         "a 2-D valid_lens of shape (batch, num_queries) gives every query "
+                         "its own length: pass it to masked_softmax as it is (compare "
+                         "torch.arange(num_keys) with valid_lens[..., None]), without "
+                         "reducing it to one length per sequence.")
         if v.shape[1] == v.shape[2] and is_close(out, _attend(q, k, v.transpose(1, 2),
                                                               valid_lens), atol=atol, rtol=1e-3):
             fail(f"the output is wrong on {case}: it is weights @ values.transpose(1, 2), "
