@@ -300,6 +300,23 @@ def test_online_softmax_round4_memory_holes():
             "64 queries, 8192 keys", "cut the keys")
 
 
+def bool_mask_once(Q, K, V, block_size, causal=False):
+    """Right values, but the causal mask is built once as a (num_queries, num_keys) bool
+    matrix: a quarter of the float32 score matrix (1.4 MiB at n = 1024 passed the budget;
+    the check measures n = 2048)."""
+    if not causal:
+        return online(Q, K, V, block_size)
+    n = K.shape[1]
+    future = torch.arange(n)[None, :] > torch.arange(Q.shape[1])[:, None]
+    return online(Q, K, V, block_size, causal,
+                  mask=lambda cols, rows: future[:, cols[0]:cols[-1] + 1])
+
+
+def test_online_softmax_a_bool_causal_mask_of_all_keys_is_rejected():
+    rejects(check_online_softmax_attention, bool_mask_once,
+            "the causal mask takes the memory")
+
+
 def test_grouped_query_attention_round4_messages():
     from checker_redteam import round4_ch11_gqa as r4
     rejects(check_grouped_query_attention, r4.W_21_view_flatten_heads, "not contiguous",

@@ -234,13 +234,15 @@ def check_online_softmax_attention(fn):
     # Peak memory, measured above the inputs. A loop over key blocks holds a few
     # (num_queries, block_size) tensors at once (the scores, their exponentials, masks; twice
     # as many in float64): 16 blocks, plus a few times the inputs and output (copies, float64
-    # copies), is generous. Measured peaks at n = 1024, d = 16, block 16 (budget 1.5 MiB,
-    # the score matrix 4 MiB): the reference 0.4 MiB, float64 accumulators 0.8 MiB, a fixed
-    # block of 128 2.1 MiB, the whole matrix (scores and weights) 8 MiB, a precomputed
-    # float (n, n) causal mask (4 MiB) 8 MiB with causal=True. With 64 queries against 8192
-    # keys (d = 2, block 64; budget 0.77 MiB): the reference 0.07 MiB, everything in float64
-    # 0.38 MiB, blocks of queries against all keys (the (64, 8192) scores are 2 MiB) 4 MiB.
-    n, d, block = 1024, 16, 16
+    # copies), is generous. Measured peaks at n = 2048, d = 16, block 16 (budget 3 MiB, the
+    # score matrix 16 MiB), without / with causal: the reference 0.8 / 0.8 MiB, everything
+    # in float64 2.4 / 2.4 MiB, float64 accumulators 1.6 / 1.6 MiB, a fixed block of 128
+    # 4.2 / 4.4 MiB, the whole matrix (scores and weights) 32 / 36 MiB, a precomputed float
+    # (n, n) causal mask - / 32 MiB, a bool one - / 4.8 MiB (1.4 MiB at n = 1024: why n is
+    # 2048). With 64 queries against 8192 keys (d = 2, block 64; budget 0.77 MiB): the
+    # reference 0.07 MiB, everything in float64 0.38 MiB, blocks of queries against all keys
+    # (the (64, 8192) scores are 2 MiB) 4 MiB.
+    n, d, block = 2048, 16, 16
     X = torch.randn(1, n, d, generator=g)
     for causal in (False, True):
         _expect_memory(fn, X, X, X, block, causal, copies=2)
@@ -268,7 +270,8 @@ def _expect_memory(fn, Q, K, V, block, causal, copies):
     case += ", causal" if causal else ""
     if causal:  # the same call with causal=False passed
         what = (f"{peak / full:.1f} times the whole {m} x {n} score matrix, while with "
-                "causal=False it stayed within the budget: the causal mask takes the memory.")
+                "causal=False the same call stayed within the budget: the causal mask takes "
+                "the memory.")
     elif peak >= 0.9 * full:
         what = (f"{peak / full:.1f} times the whole {m} x {n} score matrix "
                 f"({full / 2**20:.0f} MiB): your function builds (nearly) all of it.")
