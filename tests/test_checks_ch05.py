@@ -199,3 +199,45 @@ def test_check_transpose_output_rejects_round2(fn):
 @pytest.mark.parametrize("fn", _round2("round2_ch05_out", ("C_", "O_", "Q_")))
 def test_check_transpose_output_accepts_round2_right_solutions(fn):
     accepts(checks.check_transpose_output, fn)
+
+
+# -- Round 4 red team (tests/checker_redteam/round4_ch05_*.py; tests/test_checks_round4.py
+# runs every entry): inputs that are not contiguous and float64 inputs -----------------------
+
+R4_QKV = {
+    "W_09_float32_cast": "has dtype torch.float32 on X of shape (2, 3, 8) with num_heads=2, "
+                         "in float64; expected torch.float64",
+    "W_16_as_strided_assumes_contiguous": "This X is not contiguous",
+    "W_17_float16_roundtrip": "which is not an entry of the input",
+    "W_20_contiguous_only_view_trick": "This X is not contiguous",
+}
+R4_OUTPUT = {
+    "W_08_float32_cast": "in float64; expected torch.float64",
+    "W_15_as_strided_assumes_contiguous": "This X is not contiguous",
+}
+
+
+@pytest.mark.parametrize("name", R4_QKV)
+def test_check_transpose_qkv_round4_messages(name):
+    from checkers_support import _module
+
+    rejects(checks.check_transpose_qkv, getattr(_module("round4_ch05_transpose_qkv"), name),
+            R4_QKV[name])
+
+
+@pytest.mark.parametrize("name", R4_OUTPUT)
+def test_check_transpose_output_round4_messages(name):
+    from checkers_support import _module
+
+    rejects(checks.check_transpose_output,
+            getattr(_module("round4_ch05_transpose_output"), name), R4_OUTPUT[name])
+
+
+def test_a_solution_that_reads_the_storage_as_contiguous_is_told_so():
+    def through_storage(X, h):  # right only when X is contiguous
+        flat = torch.as_strided(X, (X.numel(),), (1,), X.storage_offset())
+        return transpose_qkv(flat.reshape(X.shape), h)
+
+    text = rejects(checks.check_transpose_qkv, through_storage, "not contiguous",
+                   "use only reshape and permute")
+    assert "right on a contiguous X with the same values" in text

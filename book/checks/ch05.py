@@ -67,14 +67,58 @@ def _shape_hint(shape, expected, names):
     return "; ".join(wrong) + "."
 
 
+def _not_contiguous(X):
+    """The same values as X, laid out transposed in memory: X.is_contiguous() is False."""
+    return X.transpose(-1, -2).contiguous().transpose(-1, -2)
+
+
+_STRIDED = (" This X is not contiguous (a transposed view: X.is_contiguous() is False), and "
+            "your function is right on a contiguous X with the same values: it reads the "
+            "memory as if X were contiguous (as_strided, set_, or a view of X's storage "
+            "does).")
+_STRIDED_HINT = ("use only reshape and permute (or transpose), which follow any strides: "
+                 "real inputs are often views, e.g. the output of another permute.")
+
+
+def _inputs(make, float64=False):
+    """(sizes, X, how) for every case: contiguous float32 first, then the same values not
+    contiguous; with float64=True, two cases in float64 instead.
+    `make(batch, n, num_hiddens, num_heads)` builds X."""
+    if float64:
+        for sizes in (_CASES[0], _CASES[4]):
+            yield sizes, make(*sizes).double(), ", in float64"
+        return
+    for sizes in _CASES:
+        yield sizes, make(*sizes), ""
+    for sizes in _CASES:
+        X = _not_contiguous(make(*sizes))
+        if not X.is_contiguous():
+            yield sizes, X, ", not contiguous"
+
+
+def _changed_values(out, X, what, case):
+    """A reshape only moves entries: fail if `out` holds a value X does not hold."""
+    new = ~torch.isin(out, X)
+    if new.any():
+        index = tuple(int(i) for i in new.nonzero()[0])
+        value = float(out[index])
+        nearest = X.flatten()[(X.flatten() - value).abs().argmin()]
+        fail(f"{what} holds at index {index} the value {value:g} on {case}, which is not an "
+             f"entry of the input (the nearest is {_where(nearest)} = {float(nearest):g}): "
+             "it must only move the entries, never change them.",
+             "keep the input's dtype all the way: a round trip through float16, bfloat16 or "
+             "an integer type rounds the values.")
+
+
 @checker("transpose_qkv")
 def check_transpose_qkv(fn):
     """Check `fn(X, num_heads)`: (batch, n, num_hiddens) -> (batch * num_heads, n, p), on odd
-    sizes, a batch of one, n = 1 and n = 51, and its gradient."""
-    for batch, n, num_hiddens, num_heads in _CASES:
+    sizes, a batch of one, n = 1 and n = 51, on inputs that are not contiguous, on float64
+    inputs (the dtype is kept), and its gradient."""
+    def one(sizes, X, how):
+        batch, n, num_hiddens, num_heads = sizes
         p = num_hiddens // num_heads
-        case = f"X of shape ({batch}, {n}, {num_hiddens}) with num_heads={num_heads}"
-        X = _coordinates(batch, n, num_hiddens)
+        case = f"X of shape ({batch}, {n}, {num_hiddens}) with num_heads={num_heads}{how}"
         before = X.clone()
         out = call(fn, X, num_heads, name="transpose_qkv", case=case,
                    hint_on_error=_reshape_hint)
@@ -91,25 +135,41 @@ def check_transpose_qkv(fn):
         expected = _split_heads(X, num_heads)
         expect_tensor(out, dtype=X.dtype, what="transpose_qkv(X, num_heads)", case=case)
         if not torch.equal(out, expected):
+            _changed_values(out, X, "transpose_qkv(X, num_heads)", case)
+            if how == ", not contiguous":
+                fail(_layout_message(out, expected, "transpose_qkv(X, num_heads)", case,
+                                     _QKV_RULE + _STRIDED), _STRIDED_HINT)
             fail(_layout_message(out, expected, "transpose_qkv(X, num_heads)", case, _QKV_RULE),
                  _QKV_HINT)
+
+    def coordinates(batch, n, num_hiddens, num_heads):
+        return _coordinates(batch, n, num_hiddens)
+
+    for sizes, X, how in _inputs(coordinates):
+        one(sizes, X, how)
     g = torch.Generator().manual_seed(5)
     X = torch.randn(2, 4, 6, generator=g)
     expect_gradients(lambda x: fn(x, 3), lambda x: _split_heads(x, 3), [("X", X)],
                      name="transpose_qkv",
                      case="X of shape (2, 4, 6) with num_heads=3 (gradient)")
+    for sizes, X, how in _inputs(coordinates, float64=True):
+        one(sizes, X, how)
 
 
 @checker("transpose_output")
 def check_transpose_output(fn):
     """Check `fn(X, num_heads)`: (batch * num_heads, n, p) -> (batch, n, num_heads * p), on odd
-    sizes, a batch of one, n = 1 and n = 51, and its gradient."""
-    for batch, n, num_hiddens, num_heads in _CASES:
+    sizes, a batch of one, n = 1 and n = 51, on inputs that are not contiguous, on float64
+    inputs (the dtype is kept), and its gradient."""
+    def heads_of(batch, n, num_hiddens, num_heads):  # what transpose_qkv gives, contiguous
+        return _split_heads(_coordinates(batch, n, num_hiddens), num_heads).contiguous()
+
+    def one(sizes, heads, how):
+        batch, n, num_hiddens, num_heads = sizes
         case = f"X of shape ({batch * num_heads}, {n}, {num_hiddens // num_heads}) with " \
-               f"num_heads={num_heads} (batch {batch})"
-        X = _coordinates(batch, n, num_hiddens)   # (batch, n, num_hiddens)
-        heads = _split_heads(X, num_heads)        # what transpose_qkv gives
-        out = call(fn, heads.clone(), num_heads, name="transpose_output", case=case,
+               f"num_heads={num_heads} (batch {batch}){how}"
+        X = _coordinates(batch, n, num_hiddens).to(heads.dtype)  # (batch, n, num_hiddens)
+        out = call(fn, heads, num_heads, name="transpose_output", case=case,
                    hint_on_error=_reshape_hint)
         expect_tensor(out, None, what="transpose_output(X, num_heads)", case=case)
         if tuple(out.shape) != (batch, n, num_hiddens):
@@ -124,17 +184,27 @@ def check_transpose_output(fn):
                  "the last axis.")
         expect_tensor(out, dtype=X.dtype, what="transpose_output(X, num_heads)", case=case)
         if not torch.equal(out, X):
-            fail(_layout_message(out, X, "transpose_output(X, num_heads)", case,
-                                 "(Z is the (batch, n, num_hiddens) tensor that transpose_qkv "
-                                 "split into these heads: transpose_output must give Z back, "
-                                 "transpose_output(transpose_qkv(Z, h), h) == Z.)", name="Z"),
+            _changed_values(out, X, "transpose_output(X, num_heads)", case)
+            explain = ("(Z is the (batch, n, num_hiddens) tensor that transpose_qkv split into "
+                       "these heads: transpose_output must give Z back, "
+                       "transpose_output(transpose_qkv(Z, h), h) == Z.)")
+            if how == ", not contiguous":
+                fail(_layout_message(out, X, "transpose_output(X, num_heads)", case,
+                                     explain + _STRIDED, name="Z"), _STRIDED_HINT)
+            fail(_layout_message(out, X, "transpose_output(X, num_heads)", case, explain,
+                                 name="Z"),
                  "reverse the three steps: .reshape(-1, num_heads, n, p), then "
                  ".permute(0, 2, 1, 3), then .reshape(batch, n, num_heads * p).")
+
+    for sizes, heads, how in _inputs(heads_of):
+        one(sizes, heads, how)
     g = torch.Generator().manual_seed(6)
     X = torch.randn(6, 4, 2, generator=g)
     expect_gradients(lambda x: fn(x, 3), lambda x: _merge_heads(x, 3), [("X", X)],
                      name="transpose_output",
                      case="X of shape (6, 4, 2) with num_heads=3 (batch 2) (gradient)")
+    for sizes, heads, how in _inputs(heads_of, float64=True):
+        one(sizes, heads, how)
 
 
 def _merge_heads(X, num_heads):  # the reference of transpose_output
