@@ -278,15 +278,16 @@ def test_online_softmax_round4_causal_masks_are_named():
     from checker_redteam import round4_ch11_online_softmax as r4
     rejects(check_online_softmax_attention, r4.W_05_causal_off_by_one, "sees key i + 1",
             "index in the whole sequence")
-    rejects(check_online_softmax_attention, r4.W_06_block_level_causal, "whole blocks of keys")
+    rejects(check_online_softmax_attention, r4.W_06_block_level_causal,
+            "whole blocks of keys")
     rejects(check_online_softmax_attention, r4.W_23_causal_mask_block_local_index,
             "place inside its block")
     # A causal mask none of the named ones matches (query i sees keys j <= i - 2, i >= 2;
     # query 0 and 1 see key 0): the generic causal message.
     odd = lambda *a, **k: online(  # noqa: E731
         *a, mask=lambda c, r: (c > r - 2) & (c > 0), **k)
-    rejects(check_online_softmax_attention, odd, "while every case with causal=False passed",
-            "causal mask")
+    rejects(check_online_softmax_attention, odd,
+            "while every case with causal=False passed", "causal mask")
 
 
 def test_online_softmax_round4_memory_holes():

@@ -232,16 +232,16 @@ def check_online_softmax_attention(fn):
                                       "replaced afterwards) still flows through the "
                                       "backward: subtract a safe max instead.")
     # Peak memory, measured above the inputs. A loop over key blocks holds a few
-    # (num_queries, block_size) tensors at once (the scores, their exponentials, masks; twice
-    # as many in float64): 16 blocks, plus a few times the inputs and output (copies, float64
-    # copies), is generous. Measured peaks at n = 2048, d = 16, block 16 (budget 3 MiB, the
-    # score matrix 16 MiB), without / with causal: the reference 0.8 / 0.8 MiB, everything
-    # in float64 2.4 / 2.4 MiB, float64 accumulators 1.6 / 1.6 MiB, a fixed block of 128
-    # 4.2 / 4.4 MiB, the whole matrix (scores and weights) 32 / 36 MiB, a precomputed float
-    # (n, n) causal mask - / 32 MiB, a bool one - / 4.8 MiB (1.4 MiB at n = 1024: why n is
-    # 2048). With 64 queries against 8192 keys (d = 2, block 64; budget 0.77 MiB): the
-    # reference 0.07 MiB, everything in float64 0.38 MiB, blocks of queries against all keys
-    # (the (64, 8192) scores are 2 MiB) 4 MiB.
+    # (num_queries, block_size) tensors at once (the scores, their exponentials, masks;
+    # twice as many in float64): 16 blocks, plus a few times the inputs and output (copies,
+    # float64 copies), is generous. Measured peaks at n = 2048, d = 16, block 16 (budget
+    # 3 MiB, the score matrix 16 MiB), without / with causal: the reference 0.8 / 0.8 MiB,
+    # everything in float64 2.4 / 2.4 MiB, float64 accumulators 1.6 / 1.6 MiB, a fixed
+    # block of 128 4.2 / 4.4 MiB, the whole matrix (scores and weights) 32 / 36 MiB, a
+    # precomputed float (n, n) causal mask - / 32 MiB, a bool one - / 4.8 MiB (1.4 MiB at
+    # n = 1024: why n is 2048). With 64 queries against 8192 keys (d = 2, block 64; budget
+    # 0.77 MiB): the reference 0.07 MiB, everything in float64 0.38 MiB, blocks of queries
+    # against all keys (the (64, 8192) scores are 2 MiB) 4 MiB.
     n, d, block = 2048, 16, 16
     X = torch.randn(1, n, d, generator=g)
     for causal in (False, True):
@@ -270,8 +270,8 @@ def _expect_memory(fn, Q, K, V, block, causal, copies):
     case += ", causal" if causal else ""
     if causal:  # the same call with causal=False passed
         what = (f"{peak / full:.1f} times the whole {m} x {n} score matrix, while with "
-                "causal=False the same call stayed within the budget: the causal mask takes "
-                "the memory.")
+                "causal=False the same call stayed within the budget: the causal mask "
+                "takes the memory.")
     elif peak >= 0.9 * full:
         what = (f"{peak / full:.1f} times the whole {m} x {n} score matrix "
                 f"({full / 2**20:.0f} MiB): your function builds (nearly) all of it.")
@@ -282,8 +282,8 @@ def _expect_memory(fn, Q, K, V, block, causal, copies):
     hint = ("compute the scores of one block of keys only, Q @ K[:, j:j + block_size]^T, "
             "inside the loop, and keep only the running max, sum and weighted sum.")
     if m < n:
-        hint += (" Cutting the queries into blocks does not help when there are few queries "
-                 "and many keys: cut the keys.")
+        hint += (" Cutting the queries into blocks does not help when there are few "
+                 "queries and many keys: cut the keys.")
     if causal:
         hint = ("build the causal mask block by block, from the key indices of the block "
                 "against the query indices, not as one num_queries x num_keys matrix.")
