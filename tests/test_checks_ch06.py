@@ -329,3 +329,39 @@ def test_round3_messages():
         run(checks.check_learned_positional_encoding, r3.O_3_zero_init, False)
     assert re.search(R3_REJECTED_ON_PURPOSE["O_3_zero_init"], str(info.value))
     accepts(checks.check_learned_positional_encoding, r3.O_2_std_002_like_bert, False)
+
+
+# -- Round 4 red team (tests/checker_redteam/round4_ch06_learned_pe.py; tests/
+# test_checks_round4.py runs every entry with training): the messages, without training -----
+R4_MESSAGES = {
+    "W_06_dropout_keep_prob": "every entry of the output is 0: with dropout=0.0 your dropout "
+                              "drops everything",
+    "W_16_float64_table": "forward(X) has dtype torch.float64",
+    "W_20_shared_global_table": "share the parameter `P`",
+    "W_29_positions_only_in_training": "in eval mode your encoding returns X unchanged",
+    "W_30_cached_clone": "its output stays what it was before",
+    "W_31_dropout_rate_hardcoded": "a dropout rate 0.1, not the dropout argument 0.5",
+    "W_33_half_table": "parameter `P` has dtype torch.float16",
+}
+
+
+@pytest.mark.parametrize("name", R4_MESSAGES)
+def test_round4_messages(name):
+    from checkers_support import _module
+
+    rejects(checks.check_learned_positional_encoding,
+            getattr(_module("round4_ch06_learned_pe"), name), R4_MESSAGES[name], args=(False,))
+
+
+def test_a_stale_copy_is_refused_also_when_it_follows_the_table_partly():
+    """A table copied at the first call, then only its first rows looked up anew."""
+    class HalfStale(Learned):
+        def forward(self, X):
+            if not hasattr(self, "_old"):
+                self._old = self.P[:, :3].clone()
+            n = X.shape[1]
+            rows = torch.cat([self._old[:, :min(n, 3)], self.P[:, 3:n]], 1)
+            return self.dropout(X + rows)
+
+    rejects(checks.check_learned_positional_encoding, HalfStale,
+            "is not what the changed parameters give", args=(False,))

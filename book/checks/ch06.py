@@ -75,6 +75,14 @@ def _slice_hint(error):
 def _forward(module, X, case):
     out = call(module, X, name="forward", case=case, hint_on_error=_slice_hint)
     expect_tensor(out, X.shape, what="forward(X)", case=case)
+    if out.dtype != X.dtype:
+        tables = ", ".join(f"`{name}` {p.dtype}" for name, p in module.named_parameters()
+                           if p.dtype != X.dtype)
+        fail(f"forward(X) has dtype {out.dtype} on {case}, while X is {X.dtype}"
+             + (f" (your parameters: {tables})" if tables else "") + ": the encoding must "
+             "keep X's dtype, or the layers after it (float32 weights) fail on its output.",
+             "create the table with the default dtype, float32 (torch.randn(1, max_len, "
+             "num_hiddens) without dtype=), as every other parameter of the model.")
     return out
 
 
@@ -143,19 +151,25 @@ def check_learned_positional_encoding(cls, train=True):
              "store the table as nn.Parameter(...) (or use an nn.Embedding); a plain tensor "
              "attribute or a registered buffer is never trained.")
 
+    _expect_precision(module, X.dtype)
+    _expect_own_parameters(cls, module, d)
+
     module.eval()
     X1, X2 = torch.randn(2, 7, d, generator=g), torch.randn(2, 7, d, generator=g)
     with torch.no_grad():
         out1 = _forward(module, X1, "X of shape (2, 7, 16), eval mode")
         again = _forward(module, X1, "X of shape (2, 7, 16), eval mode")
-        out2 = _forward(module, X2, "another X of shape (2, 7, 16), eval mode")
-        short = _forward(module, X1[:, :3], "X of shape (2, 3, 16), eval mode")
     if not torch.equal(out1, again):
         fail("in eval mode (dropout off) your encoding gives two different outputs for the "
              "same X: the position vectors change from call to call.",
              "create the table once, in __init__, as a parameter, and only look it up in "
              "forward (no torch.randn in forward); apply dropout with nn.Dropout, which "
              "is off in eval mode.")
+    _expect_train_equals_eval(cls, module, X1, out1)
+    module.eval()
+    with torch.no_grad():
+        out2 = _forward(module, X2, "another X of shape (2, 7, 16), eval mode")
+        short = _forward(module, X1[:, :3], "X of shape (2, 3, 16), eval mode")
     E1, E2 = out1 - X1, out2 - X2
     if torch.allclose(out1, out2, atol=1e-6):
         fail("forward(X) does not depend on X (two different X give the same output).",
@@ -222,6 +236,8 @@ def check_learned_positional_encoding(cls, train=True):
              "nn.Parameter(torch.randn(1, max_len, num_hiddens)), or nn.Embedding(max_len, "
              "num_hiddens) looked up at positions 0..n-1.")
 
+    _expect_current_parameters(cls, module, d)
+
     long_case = "cls(num_hiddens=16, dropout=0.0, max_len=300)"
     long = _make(cls, long_case, num_hiddens=d, dropout=0.0, max_len=300)
     size = sum(p.numel() for p in long.parameters() if p.requires_grad)
@@ -249,6 +265,100 @@ def check_learned_positional_encoding(cls, train=True):
              "check the training of your table: it must be the encoding's only job to say "
              "where each token is, with values about as large as the embeddings (std 1).")
     return None
+
+
+def _expect_precision(module, dtype):
+    """A table stored in a lower precision than X (float16, bfloat16) cannot be trained."""
+    for name, p in module.named_parameters():
+        if p.is_floating_point() and torch.finfo(p.dtype).eps > torch.finfo(dtype).eps:
+            digits = round(-math.log10(torch.finfo(p.dtype).eps))
+            adam = (", and Adam's eps=1e-8 is 0 in float16: in this checker's training such "
+                    "a table makes the loss NaN after the first step") if p.dtype == torch.float16 \
+                else ""
+            fail(f"your encoding's parameter `{name}` has dtype {p.dtype}, while X and the "
+                 f"rest of the model are {dtype}: {p.dtype} keeps only about {digits} "
+                 f"significant digits, so small training steps on it are rounded away{adam}.",
+                 "create the table with the default dtype, float32 (torch.randn(1, max_len, "
+                 "num_hiddens) without .half() or dtype=).")
+
+
+def _storages(module):
+    return {p.untyped_storage().data_ptr(): name for name, p in module.named_parameters()
+            if p.requires_grad and p.numel() > 0}
+
+
+def _expect_own_parameters(cls, module, d):
+    """Two instances must not share a parameter (a class attribute or a module cache)."""
+    other = _make(cls, "a second cls(num_hiddens=16, dropout=0.0, max_len=50)", d, 0.0,
+                  max_len=50)
+    shared = set(_storages(module)) & set(_storages(other))
+    if shared:
+        name = _storages(module)[min(shared)]
+        fail(f"two instances of your class, cls(16, 0.0, max_len=50) built twice, share the "
+             f"parameter `{name}`: training one model would change the other, and every "
+             "model would start from the same table whatever its seed.",
+             "create the table in __init__ for each instance: self.P = nn.Parameter("
+             "torch.randn(1, max_len, num_hiddens)), not in a class attribute, a dict kept "
+             "between instances, or a module-level cache.")
+
+
+def _expect_train_equals_eval(cls, module, X, out_eval):
+    """With dropout 0.0, train mode must give what eval mode gives: only dropout differs."""
+    case = "X of shape (2, 7, 16), cls(16, dropout=0.0), train mode"
+    with torch.no_grad():
+        out = _forward(module.train(), X, case)
+    if torch.allclose(out, out_eval, atol=1e-6):
+        return
+    if (out == 0).all():
+        fail(f"on {case} every entry of the output is 0: with dropout=0.0 your dropout "
+             "drops everything, as nn.Dropout(1.0) would.",
+             "the dropout argument is the share of entries dropped (the rate), not the "
+             "share kept: nn.Dropout(dropout), not nn.Dropout(1 - dropout).")
+    kept = out != 0
+    ratio = (out[kept] / out_eval[kept]).median().item()
+    if (out == 0).any() and _one_of(out, [torch.zeros_like(out), out_eval * ratio], atol=1e-4):
+        _check_dropout(cls, X.shape[-1])  # a fixed rate: said at dropout 0.5, as always
+        fail(f"on {case} {(out == 0).double().mean().item():.0%} of the entries are dropped "
+             f"and the others scaled by {ratio:.3g}, a dropout rate of {1 - 1 / ratio:.2g}: "
+             "with dropout=0.0 nothing may be dropped.",
+             "use the constructor's dropout argument as the rate (the share dropped): "
+             "nn.Dropout(dropout); do not fix the rate, and do not pass 1 - dropout.")
+    if torch.allclose(out_eval, X, atol=1e-6):
+        fail(f"in eval mode your encoding returns X unchanged, while in train mode it adds "
+             "the position vectors: the positions must be added in both modes (the model "
+             "needs them at test time too); only dropout is off in eval mode.",
+             "return self.dropout(X + P[:, :n]) in every mode: nn.Dropout switches itself "
+             "off in eval mode, nothing else should depend on self.training.")
+    fail(f"on {case} the output differs from eval mode's, although dropout=0.0 drops "
+         "nothing: only dropout may differ between train and eval mode.",
+         "return self.dropout(X + P[:, :n]) in every mode, with self.dropout = "
+         "nn.Dropout(dropout); nothing else should depend on self.training.")
+
+
+def _expect_current_parameters(cls, module, d):
+    """After a change of the parameters (an optimizer step), the output must follow them:
+    a module called before the change must give what a twin called only after it gives."""
+    twin = _make(cls, "a second cls(num_hiddens=16, dropout=0.0, max_len=50)", d, 0.0,
+                 max_len=50).eval()
+    X = torch.randn(2, 7, d, generator=torch.Generator().manual_seed(7))
+    g = torch.Generator().manual_seed(8)
+    with torch.no_grad():
+        before = _forward(module.eval(), X, "X of shape (2, 7, 16), eval mode")
+        for (_, p), (_, q) in zip(module.named_parameters(), twin.named_parameters()):
+            if p.requires_grad and p.is_floating_point():
+                step = 0.5 * torch.randn(p.shape, generator=g).to(p.dtype)
+                p.add_(step)
+                q.add_(step)
+        after = _forward(module, X, "the same X after a change of the parameters")
+        fresh = _forward(twin, X, "the same X, on a twin module built and changed alike")
+    if not torch.allclose(after, fresh, atol=1e-5):
+        same = torch.allclose(after, before, atol=1e-6)
+        fail("after a change of your encoding's parameters (what an optimizer step does), "
+             "its output " + ("stays what it was before" if same else "is not what the "
+             "changed parameters give") + ": forward uses a copy of the table made at an "
+             "earlier call, so the training would never show in the output.",
+             "look the table up anew in every forward: return self.dropout(X + "
+             "self.P[:, :n]); keep no copies (.clone(), a cached slice) between calls.")
 
 
 def _check_dropout(cls, d):
