@@ -7,14 +7,18 @@ and returns dropout(X + P[:n]), P a trainable table with one vector per position
 What is checked, in this order (the learner's modules are built with the RNG seeded, so every
 message is the same on every run):
 
-1. the call, the shape, X left unchanged, n = max_len accepted;
-2. trainable parameters exist and receive gradients;
+1. the call, the shape and dtype (X's), X left unchanged, n = max_len accepted;
+2. trainable parameters exist, none in a lower precision than X (float16), and two instances
+   do not share one (a class-level table);
 3. in eval mode the output is X + E, with E the same for every X, every example of the batch,
    every call, and, for position i, every sequence length (a table sliced from its start);
+   with dropout 0.0, train mode gives what eval mode gives (a rate read as the keep
+   probability, positions added only in training); the parameters receive gradients;
 4. E is position-dependent (50 positions, all different) and *per-position trainable*: the
    Jacobian of E (10 positions x 16 features) with respect to the parameters has full rank
    160, so every entry of every position's vector can be learned on its own (one scale times
-   the sinusoid has rank 1, one scalar per position rank 10);
+   the sinusoid has rank 1, one scalar per position rank 10); and the output follows a change
+   of the parameters (no copy of the table kept from an earlier call);
 5. in train mode with dropout 0.5, every entry is 0 or (X + E) / (1 - 0.5), and about half
    are 0: dropout on the sum, at the given rate (the placement the exercise asks for);
 6. (train=True) the encoding helps: the chapter's reversal model with it reverses at least
