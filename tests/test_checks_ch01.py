@@ -404,7 +404,8 @@ ROUND4_TOPK_MESSAGES = {
     "W_19_mask_le_kth": ["the k-th best score itself must stay", "(not scores <= kth)"],
     "W_16_k_minus_one": ["the k-th best score itself must stay", "not the (k-1)-th"],
     # a crash gets a hint too
-    "W_20_missing_keepdim": ["must match the size", "values[:, -1:]", "keys axis of size 1"],
+    "W_20_missing_keepdim": ["must match the size", "values[:, -1:]",
+                             "keys axis of size 1"],
 }
 
 

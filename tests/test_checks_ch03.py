@@ -337,7 +337,7 @@ def test_check_scaled_dot_product_attention_accepts_round2_right_solutions(fn):
     accepts(checks.check_scaled_dot_product_attention, fn)
 
 
-# -- Round 4 red team (tests/checker_redteam/round4_ch03_*.py) ------------------------------
+# -- Round 4 red team (tests/checker_redteam/round4_ch03_*.py) ---------------------------
 
 ROUND4_MASKED_MESSAGES = {
     # holes: a constant full-length row, a non-contiguous X, lengths above 2048 in float16
@@ -346,7 +346,8 @@ ROUND4_MASKED_MESSAGES = {
     "W_13_view_noncontiguous": ["not contiguous in memory", "Use .reshape()"],
     "W_29_float_lens_truncation": ["(1, 2, 4100)",
                                    "float16 holds the integers exactly only up to 2048"],
-    "W_30_float_valid_lens_and_where": ["float16 holds the integers exactly only up to 2048"],
+    "W_30_float_valid_lens_and_where": [
+        "float16 holds the integers exactly only up to 2048"],
     # the exercise says "without looking at book.attention"
     "S_01_calls_book_masked_softmax": ["your function calls book.attention.masked_softmax"],
     # whole rows zeroed: by another row's length, or along the queries axis
@@ -361,7 +362,8 @@ ROUND4_MASKED_MESSAGES = {
 def test_round4_masked_softmax_messages_point_at_the_fault(name):
     from checker_redteam import round4_ch03_masked_softmax as r4
 
-    text = rejects(checks.check_masked_softmax, vars(r4)[name], *ROUND4_MASKED_MESSAGES[name])
+    text = rejects(checks.check_masked_softmax, vars(r4)[name],
+                   *ROUND4_MASKED_MESSAGES[name])
     assert "zeroing weights after it leaves rows" not in text
 
 

@@ -51,15 +51,15 @@ def _no_keepdim_hint(error):
                 "against the (..., n) exponentials.")
     if "view size is not compatible" in str(error):
         return ("the input may be a view that is not contiguous in memory (a transpose, a "
-                "slice): .view() cannot flatten it. Use .reshape() instead, or better, work "
-                "on the last axis directly (amax and sum over dim=-1, keepdim=True) without "
-                "flattening.")
+                "slice): .view() cannot flatten it. Use .reshape() instead, or better, "
+                "work on the last axis directly (amax and sum over dim=-1, keepdim=True) "
+                "without flattening.")
     return None
 
 
 class _ExpWatch(TorchFunctionMode):
-    """Records what the learner's exp() returned: inf (overflow), or a row of zeros along the
-    last axis (underflow of every entry, so that the row divides 0 by 0)."""
+    """Records what the learner's exp() returned: inf (overflow), or a row of zeros along
+    the last axis (underflow of every entry, so that the row divides 0 by 0)."""
 
     def __init__(self):
         super().__init__()
@@ -67,8 +67,9 @@ class _ExpWatch(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        if getattr(func, "__name__", "") in ("exp", "exp_") and isinstance(out, torch.Tensor) \
-                and out.is_floating_point() and out.numel():
+        if getattr(func, "__name__", "") in ("exp", "exp_") \
+                and isinstance(out, torch.Tensor) and out.is_floating_point() \
+                and out.numel():
             values = out.detach()
             self.overflow |= bool(torch.isinf(values).any())
             self.underflow |= bool((values == 0).all(dim=-1).any()) if values.dim() else \
@@ -286,10 +287,11 @@ def check_topk_attention_pool(fn):
             if bool((best[rows] == kth[rows]).all()):
                 overflow = (
                     "every key of such a query was masked. In these rows the best score "
-                    "ties with the k-th best, so a threshold that drops the k-th best itself "
-                    "(mask scores <= kth, keep scores > kth, or compare with the (k+1)-th "
-                    "best) masks them all, and the softmax of a row of -inf is NaN. Mask only "
-                    "the scores below the k-th best: scores < topk(k, dim=-1).values[:, -1:].")
+                    "ties with the k-th best, so a threshold that drops the k-th best "
+                    "itself (mask scores <= kth, keep scores > kth, or compare with the "
+                    "(k+1)-th best) masks them all, and the softmax of a row of -inf is "
+                    "NaN. Mask only the scores below the k-th best: scores < topk(k, "
+                    "dim=-1).values[:, -1:].")
         expect_tensor(weights, (n_q, n_k), what="weights", case=case, nan_hint=overflow)
         expect_tensor(outputs, (n_q, d_v), what="outputs", case=case, nan_hint=overflow)
         expect_tensor(weights, dtype=queries.dtype, what="weights", case=case)

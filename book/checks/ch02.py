@@ -138,8 +138,9 @@ def check_epanechnikov_pool(fn):
         if window is not None and window[0] > 1 and not bool((weights < 0).any()):
             i, j = (int(t) for t in outside.nonzero()[0])
             fail(f"weights[{i}, {j}] is {weights[i, j].item():.3g} on {case}, for "
-                 f"{_describe(queries, keys, width, i, j)}: that key lies outside the window "
-                 "|u| <= 1 and must get weight 0.", _width_hint(window, width, "wider"))
+                 f"{_describe(queries, keys, width, i, j)}: that key lies outside the "
+                 "window |u| <= 1 and must get weight 0.",
+                 _width_hint(window, width, "wider"))
         if outside.any():
             i, j = (int(t) for t in outside.nonzero()[0])
             fail(f"weights[{i}, {j}] is {weights[i, j].item():.3g} on {case}, for "
@@ -198,10 +199,10 @@ def check_epanechnikov_pool(fn):
         if isinstance(outputs, torch.Tensor) and empty.any() and not is_close(
                 outputs[empty], ref_outputs[empty]) and is_close(outputs[~empty],
                                                                  ref_outputs[~empty]):
-            hint = ("a query whose window holds no key has all-zero weights, so its output, "
-                    "the weighted sum of the values, is 0: return weights @ values for every "
-                    "query, without a fallback (a mean of the values, the nearest key's "
-                    "value) for the empty windows.")
+            hint = ("a query whose window holds no key has all-zero weights, so its "
+                    "output, the weighted sum of the values, is 0: return weights @ "
+                    "values for every query, without a fallback (a mean of the values, "
+                    "the nearest key's value) for the empty windows.")
         expect_close(outputs, ref_outputs, what="outputs", case=case, hint=hint)
     g = torch.Generator().manual_seed(21)
     keys, values = torch.rand(10, generator=g) * 4, torch.randn(10, generator=g)
@@ -233,11 +234,11 @@ def _window_size(u, weights):
 
 def _width_hint(window, width, wider):
     a, b = window
-    return (f"your window is {wider} than |u| <= 1: at width {width:g} the keys with |u| up "
-            f"to {a:.3g} get a weight and those from {b:.3g} on do not: scale the distance "
-            "by the width once, u = (query - key) / width, before squaring ((d / width)^2, "
-            "not d^2 / width; not d / width ** 2; the width passed in, not a fixed one), and "
-            "keep the keys with |u| <= 1 (not |u| <= width).")
+    return (f"your window is {wider} than |u| <= 1: at width {width:g} the keys with |u| "
+            f"up to {a:.3g} get a weight and those from {b:.3g} on do not: scale the "
+            "distance by the width once, u = (query - key) / width, before squaring ((d / "
+            "width)^2, not d^2 / width; not d / width ** 2; the width passed in, not a "
+            "fixed one), and keep the keys with |u| <= 1 (not |u| <= width).")
 
 
 def is_close_rows(sums, empty):

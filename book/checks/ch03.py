@@ -135,10 +135,10 @@ def check_masked_softmax(fn):
         with forbidden(_BOOK_MASKED_SOFTMAX, _OWN_MASK):
             out = call(fn, X, lens_given, name="masked_softmax", case=case,
                        hint_on_error=_fill_overflow_hint,
-                       inplace_hint="build new tensors: X.masked_fill(...), not X[...] = or "
-                                    "masked_fill_ (d2l's version has this bug: it writes the "
-                                    "fill value into X), and valid_lens[:, None], not "
-                                    "valid_lens.unsqueeze_(-1).")
+                       inplace_hint="build new tensors: X.masked_fill(...), not X[...] = "
+                                    "or masked_fill_ (d2l's version has this bug: it "
+                                    "writes the fill value into X), and valid_lens[:, "
+                                    "None], not valid_lens.unsqueeze_(-1).")
         _lens_unchanged(lens_given, valid_lens, "masked_softmax", case)
         lens = _lens_2d(valid_lens, X.shape)                          # (batch, queries)
         empty = lens == 0
@@ -186,23 +186,22 @@ def check_masked_softmax(fn):
             else:
                 hint = ("mask the scores before the softmax; zeroing weights after it leaves "
                         "rows that sum to less than 1.")
-            zero_rows = (W == 0).all(dim=-1) & ~empty                 # valid keys, no weight
+            zero_rows = (W == 0).all(dim=-1) & ~empty             # valid keys, no weight
             if zero_rows.any() and X.abs().max() <= 1e4 and valid_lens is not None:
                 b, i = (int(t) for t in zero_rows.nonzero()[0])
                 if bool(((W != 0) & padded).any()):
-                    hint = (f"row (example {b}, query {i}) came out all zeros, while padded "
-                            "keys of other rows kept a weight: the mask runs along the wrong "
-                            "axis. valid_len counts the keys of each query, so compare the "
-                            "key positions, torch.arange(num_keys) (the last axis), with it, "
-                            "not the query positions.")
+                    hint = (f"row (example {b}, query {i}) came out all zeros, while "
+                            "padded keys of other rows kept a weight: the mask runs along "
+                            "the wrong axis. valid_len counts the keys of each query, so "
+                            "compare the key positions, torch.arange(num_keys) (the last "
+                            "axis), with it, not the query positions.")
                 else:
-                    hint = (f"row (example {b}, query {i}) has valid_len "
-                            f"{int(lens[b, i])} but came out all zeros: only a row whose own "
-                            "valid_len is 0 is all zeros. Multiply the weights by the mask "
-                            "(it zeroes exactly the padded keys, and so the empty rows) "
-                            "instead of zeroing whole rows by a test on the weights (a valid "
-                            "row of equal scores is uniform too) or on the lengths of other "
-                            "rows.")
+                    hint = (f"row (example {b}, query {i}) has valid_len {int(lens[b, i])} "
+                            "but came out all zeros: only a row whose own valid_len is 0 "
+                            "is all zeros. Multiply the weights by the mask (it zeroes "
+                            "exactly the padded keys, and so the empty rows) instead of "
+                            "zeroing whole rows by a test on the weights (a valid row of "
+                            "equal scores is uniform too) or on the lengths of other rows.")
             fail(f"each query's weights over its valid keys must sum to 1 on {case}; "
                  f"they sum to {[round(x, 3) for x in sums.tolist()[:8]]}.", hint)
         if valid_lens is not None and padded.any() and is_close(
@@ -241,9 +240,10 @@ def check_masked_softmax(fn):
         last = (positions == lens[..., None] - 1) & ~empty[..., None]
         if (W[last] == 0).any():
             fail(f"the last valid key of some query has weight 0 on {case}.",
-                 "float16 holds the integers exactly only up to 2048 (2049 rounds to 2048, "
-                 "4099 to 4100): compare integer positions, torch.arange(num_keys), with the "
-                 "integer valid_lens; do not cast the lengths or the positions to X.dtype."
+                 "float16 holds the integers exactly only up to 2048 (2049 rounds to "
+                 "2048, 4099 to 4100): compare integer positions, torch.arange(num_keys), "
+                 "with the integer valid_lens; do not cast the lengths or the positions "
+                 "to X.dtype."
                  if X.dtype == torch.half and int(lens.max()) > 2048 else
                  "the mask is off by one: keep positions < valid_len, not < valid_len - 1.")
         expect_close(out, ref, what="masked_softmax(X, valid_lens)", case=case,
