@@ -100,7 +100,8 @@ def check_bahdanau_step(fn):
     It must return (logits (batch, vocab), new hidden_state (layers, batch, hiddens),
     weights (batch, enc_steps)) equal to one step of the chapter's Seq2SeqAttentionDecoder,
     with the same gradients (with respect to the state, the encoder outputs and the
-    decoder's parameters).
+    decoder's parameters), also for a sequence of valid length 0 (weights and context 0), in
+    eval mode, with the attention module's forward blocked (also via its class).
     """
     cases = [("1 layer, batch 3, 5 encoder steps, valid lengths [5, 3, 1]", 1, 3, 5, [5, 3, 1]),
              ("2 layers, batch 2, 6 encoder steps, valid lengths [4, 6]", 2, 2, 6, [4, 6]),
