@@ -463,7 +463,8 @@ def load_pretrained(path=CHECKPOINT, device=None):
 def evaluate_pretraining(model, data, vocab, rounds=5, seed=0, k=5):
     """Held-out accuracies: MLM top-1 and top-k with every chosen position shown as [MASK]
     (over `rounds` maskings), the same for always answering the most frequent training
-    tokens (vocab order), and NSP."""
+    tokens (vocab order), and NSP; also the mean probability of the top-1 prediction, over
+    all positions and over the right and the wrong ones (how sure the model is)."""
     model.eval()
     device = next(model.parameters()).device
     tokens, segments, valid_lens, is_next = data
@@ -471,6 +472,7 @@ def evaluate_pretraining(model, data, vocab, rounds=5, seed=0, k=5):
     most_frequent = torch.arange(vocab.num_specials, vocab.num_specials + k, device=device)
     hits = torch.zeros(k)  # hits[j]: the label is among the top j + 1 predictions
     baseline = torch.zeros(k)
+    sure = {True: 0.0, False: 0.0}  # summed top-1 probabilities of right and wrong top-1s
     total = 0
     with one_cpu_thread(device):
         for _ in range(rounds):
@@ -482,6 +484,10 @@ def evaluate_pretraining(model, data, vocab, rounds=5, seed=0, k=5):
             top = mlm_Y_hat.topk(k, dim=-1).indices[keep]         # (predictions, k)
             label = mlm_labels[keep][:, None]                      # (predictions, 1)
             hits += (top == label).cumsum(dim=1).sum(dim=0).cpu()
+            top1 = mlm_Y_hat.softmax(dim=-1).max(dim=-1).values[keep]  # (predictions,)
+            right = top[:, 0] == label[:, 0]
+            sure[True] += top1[right].sum().item()
+            sure[False] += top1[~right].sum().item()
             baseline += (most_frequent == label).cumsum(dim=1).sum(dim=0).cpu()
             total += int(keep.sum())
         nsp_Y_hat = model(tokens, segments, valid_lens)[2]
@@ -490,7 +496,9 @@ def evaluate_pretraining(model, data, vocab, rounds=5, seed=0, k=5):
     return {"mlm": hits[0].item() / total, f"mlm top-{k}": hits[-1].item() / total,
             "baseline": baseline[0].item() / total,
             f"baseline top-{k}": baseline[-1].item() / total, "nsp": nsp,
-            "predictions": total}
+            "predictions": total, "sure": (sure[True] + sure[False]) / total,
+            "sure when right": sure[True] / max(hits[0].item(), 1),
+            "sure when wrong": sure[False] / max(total - hits[0].item(), 1)}
 
 
 @torch.no_grad()
