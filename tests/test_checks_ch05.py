@@ -202,11 +202,11 @@ def test_check_transpose_output_accepts_round2_right_solutions(fn):
 
 
 # -- Round 4 red team (tests/checker_redteam/round4_ch05_*.py; tests/test_checks_round4.py
-# runs every entry): inputs that are not contiguous and float64 inputs -----------------------
+# runs every entry): inputs that are not contiguous and float64 inputs ----------------
 
 R4_QKV = {
-    "W_09_float32_cast": "has dtype torch.float32 on X of shape (2, 3, 8) with num_heads=2, "
-                         "in float64; expected torch.float64",
+    "W_09_float32_cast": "has dtype torch.float32 on X of shape (2, 3, 8) with "
+                         "num_heads=2, in float64; expected torch.float64",
     "W_16_as_strided_assumes_contiguous": "This X is not contiguous",
     "W_17_float16_roundtrip": "which is not an entry of the input",
     "W_20_contiguous_only_view_trick": "This X is not contiguous",

@@ -234,8 +234,8 @@ WRONG_BLOCKS = {
     # kinds round 1 missed
     "dropout on the sublayer's input and output": (DropoutOnBothSides, "in train mode"),
     "no residual around the FFN": (NoFFNResidual, "the FFN sublayer has no residual"),
-    "residuals scaled by 1/sqrt(2)": (ScaledResidual,
-                                      "Each residual adds its sublayer's un-normalised input"),
+    "residuals scaled by 1/sqrt(2)": (
+        ScaledResidual, "Each residual adds its sublayer's un-normalised input"),
 }
 
 
@@ -285,7 +285,7 @@ def test_check_pre_norm_block_accepts_round2_right_solutions(fn):
 
 
 # -- Round 4 red team (tests/checker_redteam/round4_ch07_*.py; tests/test_checks_round4.py
-# runs every entry): the messages name the fault ---------------------------------------------
+# runs every entry): the messages name the fault --------------------------------------
 
 R4_MASK = {
     "W_16_shared_cached_tensor_mutated": "although it was right the first time",
@@ -294,12 +294,13 @@ R4_MASK = {
 R4_PRENORM = {
     "W_06_ignores_valid_lens": "your block ignores valid_lens",
     "W_10_second_residual_from_X": "the FFN sublayer's residual adds X, the block's input",
-    "W_12_functional_dropout_always_on": "changes from call to call: dropout must be off in "
-                                         "eval mode",
+    "W_12_functional_dropout_always_on":
+        "changes from call to call: dropout must be off in eval mode",
     "W_18_eval_forces": "switched the block to eval mode",
     "W_23_train_flag_flipped": "dropout must be off in eval mode",
-    "W_25_valid_lens_repeated_per_head": "as if the lengths were [6, 6], not valid_lens [6, 3], "
-                                         "and with valid_lens [3, 6] as if they were [3, 3]",
+    "W_25_valid_lens_repeated_per_head":
+        "as if the lengths were [6, 6], not valid_lens [6, 3], and with valid_lens [3, 6] "
+        "as if they were [3, 3]",
     "W_28_breaks_on_valid_lens_none": "on X of shape (2, 6, 16) with valid_lens=None",
     "W_29_batch_first_example_lengths": "passes other lengths to the attention",
 }
@@ -328,7 +329,8 @@ def test_check_pre_norm_block_calls_the_block_without_lengths():
         def forward(self, X, valid_lens):
             return PreNorm.forward(self, X, valid_lens.clone())
 
-    rejects(checks.check_pre_norm_block, NoneBreaks, "valid_lens=None", "valid_lens may be None")
+    rejects(checks.check_pre_norm_block, NoneBreaks, "valid_lens=None",
+            "valid_lens may be None")
 
 
 def test_check_pre_norm_block_leaves_the_mode_alone():

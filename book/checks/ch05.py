@@ -72,10 +72,10 @@ def _not_contiguous(X):
     return X.transpose(-1, -2).contiguous().transpose(-1, -2)
 
 
-_STRIDED = (" This X is not contiguous (a transposed view: X.is_contiguous() is False), and "
-            "your function is right on a contiguous X with the same values: it reads the "
-            "memory as if X were contiguous (as_strided, set_, or a view of X's storage "
-            "does).")
+_STRIDED = (" This X is not contiguous (a transposed view: X.is_contiguous() is False), "
+            "and your function is right on a contiguous X with the same values: it reads "
+            "the memory as if X were contiguous (as_strided, set_, or a view of X's "
+            "storage does).")
 _STRIDED_HINT = ("use only reshape and permute (or transpose), which follow any strides: "
                  "real inputs are often views, e.g. the output of another permute.")
 
@@ -103,11 +103,11 @@ def _changed_values(out, X, what, case):
         index = tuple(int(i) for i in new.nonzero()[0])
         value = float(out[index])
         nearest = X.flatten()[(X.flatten() - value).abs().argmin()]
-        fail(f"{what} holds at index {index} the value {value:g} on {case}, which is not an "
-             f"entry of the input (the nearest is {_where(nearest)} = {float(nearest):g}): "
-             "it must only move the entries, never change them.",
-             "keep the input's dtype all the way: a round trip through float16, bfloat16 or "
-             "an integer type rounds the values.")
+        fail(f"{what} holds at index {index} the value {value:g} on {case}, which is not "
+             f"an entry of the input (the nearest is {_where(nearest)} = "
+             f"{float(nearest):g}): it must only move the entries, never change them.",
+             "keep the input's dtype all the way: a round trip through float16, bfloat16 "
+             "or an integer type rounds the values.")
 
 
 @checker("transpose_qkv")
@@ -185,8 +185,8 @@ def check_transpose_output(fn):
         expect_tensor(out, dtype=X.dtype, what="transpose_output(X, num_heads)", case=case)
         if not torch.equal(out, X):
             _changed_values(out, X, "transpose_output(X, num_heads)", case)
-            explain = ("(Z is the (batch, n, num_hiddens) tensor that transpose_qkv split into "
-                       "these heads: transpose_output must give Z back, "
+            explain = ("(Z is the (batch, n, num_hiddens) tensor that transpose_qkv split "
+                       "into these heads: transpose_output must give Z back, "
                        "transpose_output(transpose_qkv(Z, h), h) == Z.)")
             if how == ", not contiguous":
                 fail(_layout_message(out, X, "transpose_output(X, num_heads)", case,

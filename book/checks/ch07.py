@@ -137,8 +137,8 @@ def _mistakes(block):
          "the FFN sublayer has no residual: the output is FFN(LN2(Y)) instead of "
          "Y + FFN(LN2(Y)).", "add Y back: Y + dropout2(ffn(LN2(Y)))."),
         (lambda X, lens: _second_residual_from_input(block, X, lens),
-         "the FFN sublayer's residual adds X, the block's input, instead of Y: the output is "
-         "X + FFN(LN2(Y)), which throws away what the attention sublayer added.",
+         "the FFN sublayer's residual adds X, the block's input, instead of Y: the output "
+         "is X + FFN(LN2(Y)), which throws away what the attention sublayer added.",
          "each residual adds its own sublayer's input: Y = X + dropout1(attention(LN1(X), "
          "...)), then Y + dropout2(ffn(LN2(Y))), with Y, not X, in the second sum."),
         (lambda X, lens: branch(X, lens, final=ln2),
@@ -212,9 +212,9 @@ def _block(cls, dropout, case):
 _FORMULA = ("Y = X + dropout1(attention(LN1(X), LN1(X), LN1(X), valid_lens)), then "
             "Y + dropout2(ffn(LN2(Y))), with LN1 = self.addnorm1.ln, LN2 = self.addnorm2.ln, "
             "dropout1 = self.addnorm1.dropout, dropout2 = self.addnorm2.dropout.")
-_NONE_HINT = ("valid_lens may be None (no padding: BERTModel passes None by default, and the "
-              "chapter's post-LN block accepts it): hand it on to self.attention as it is, "
-              "which handles None, without calling methods on it.")
+_NONE_HINT = ("valid_lens may be None (no padding: BERTModel passes None by default, and "
+              "the chapter's post-LN block accepts it): hand it on to self.attention as it "
+              "is, which handles None, without calling methods on it.")
 
 
 def _modes(block):
@@ -234,8 +234,8 @@ def _run(block, X, valid_lens, case):
         which = "the block" if name == "" else f"self.{name}"
         fail(f"on {case}, your block's forward switched {which} to "
              f"{'train' if mode else 'eval'} mode (block.training was {before['']} before "
-             f"the call and is {after.get('', before[''])} after it): forward must leave the "
-             "mode as the caller set it.",
+             f"the call and is {after.get('', before[''])} after it): forward must leave "
+             "the mode as the caller set it.",
              "model.train() and model.eval() belong to the caller (the training loop); "
              "nn.Dropout follows the mode by itself, so forward needs no self.eval() or "
              "self.train().")
@@ -244,7 +244,7 @@ def _run(block, X, valid_lens, case):
 
 
 def _lengths_used(block, X, out):
-    """The valid lengths [a, b] (1..n each) with which the reference gives `out`, or None."""
+    """The valid lengths [a, b] (1..n each) that make the reference give `out`, or None."""
     n = X.shape[1]
     for a in range(1, n + 1):
         for b in range(1, n + 1):
@@ -285,18 +285,18 @@ def _expect_eval_output(block, X, valid_lens, case, diagnose=True):
             if is_close(out, mistake(X, valid_lens), atol=1e-4, rtol=1e-4):
                 fail(f"on {case}, {what}", hint)
         expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
-                     hint=_FORMULA + " Each residual adds its sublayer's un-normalised input: "
-                     "X around the attention, Y around the FFN.")
+                     hint=_FORMULA + " Each residual adds its sublayer's un-normalised "
+                     "input: X around the attention, Y around the FFN.")
 
 
 @checker("PreNormEncoderBlock")
 def check_pre_norm_block(cls):
     """Check `cls(num_hiddens, ffn_num_hiddens, num_heads, dropout)`: a TransformerEncoderBlock
     whose forward is pre-LayerNorm, X + Dropout(Sublayer(LayerNorm(X))), for both sublayers:
-    in eval mode (with valid_lens [6, 3], [3, 6] and None), its gradients, in eval mode with
-    dropout 0.5 (no dropout then), and in train mode with dropout 0.5 (same random seed as the
-    reference, so the dropout masks must fall where the reference's do). Forward must leave
-    the block's train/eval mode as it was."""
+    in eval mode (with valid_lens [6, 3], [3, 6] and None), its gradients, in eval mode
+    with dropout 0.5 (no dropout then), and in train mode with dropout 0.5 (same random seed
+    as the reference, so the dropout masks must fall where the reference's do). Forward must
+    leave the block's train/eval mode as it was."""
     block = _block(cls, 0.0, "PreNormEncoderBlock(16, 32, 4, 0.0)").eval()
     g = torch.Generator().manual_seed(1)
     X = 3 + 2 * torch.randn(2, 6, 16, generator=g)  # far from mean 0, std 1
@@ -323,7 +323,8 @@ def check_pre_norm_block(cls):
         first = _run(block, X, valid_lens, case)
         second = _run(block, X, valid_lens, case + ", called again")
         expected = _reference_pre_norm(block, X, valid_lens)
-    if not torch.equal(first, second) or not is_close(first, expected, atol=1e-4, rtol=1e-4):
+    if not torch.equal(first, second) or \
+            not is_close(first, expected, atol=1e-4, rtol=1e-4):
         random = "changes from call to call" if not torch.equal(first, second) else \
             "differs from the block's output without dropout"
         fail(f"on {case}, your block's output {random}: dropout must be off in eval mode.",
