@@ -173,3 +173,21 @@ def test_every_stub_of_the_learner_copies_gets_the_short_not_implemented_message
         assert len(info.value._render_traceback_()) <= 2
         checked += 1
     assert checked >= 1
+
+
+def test_forbidden_also_refuses_a_name_bound_before_the_check():
+    """`from book.attention import masked_softmax` before the check binds the function object
+    itself: forbidden swaps that object's code too, and restores it afterwards."""
+    import torch
+
+    from book import attention
+    from book.attention import masked_softmax
+    from book.checks._core import forbidden
+
+    X, valid_lens = torch.randn(2, 2, 4), torch.tensor([2, 3])
+    expected = masked_softmax(X, valid_lens)
+    with pytest.raises(checks.CheckFailed, match="your function calls masked_softmax: no"):
+        with forbidden([(attention, "masked_softmax", "masked_softmax")], "no"):
+            masked_softmax(X, valid_lens)
+    assert attention.masked_softmax is masked_softmax
+    assert torch.equal(masked_softmax(X, valid_lens), expected)

@@ -26,6 +26,7 @@ import math
 import os
 import random
 import sys
+import types
 import traceback
 
 import torch
@@ -266,7 +267,7 @@ def forbidden(calls, why):
     """Within the block, calling any of `calls` ((owner, attribute name) pairs, or triples
     with the name to show) fails the check with `why` (e.g. 'the exercise asks you not to use
     torch.softmax')."""
-    saved = []
+    saved, codes = [], []
     for owner, attribute, *display in calls:
         own = attribute in vars(owner)
         saved.append((owner, attribute, own, vars(owner).get(attribute)))
@@ -274,19 +275,39 @@ def forbidden(calls, why):
         owner_name = owner.__name__ if isinstance(owner, type(contextlib)) else \
             f"{owner.__module__}.{owner.__name__}"
 
-        def refuse(*args, _name=display[0] if display else f"{owner_name}.{attribute}",
-                   **kwargs):
+        name = display[0] if display else f"{owner_name}.{attribute}"
+
+        def refuse(*args, _name=name, **kwargs):
             __tracebackhide__ = True
             fail(f"your function calls {_name}: {why}")
         setattr(owner, attribute, refuse)
+        function = saved[-1][3]
+        if isinstance(function, types.FunctionType) and function.__closure__ is None \
+                and function.__module__.startswith("book."):
+            # A name bound before the check (from book.attention import masked_softmax)
+            # still points at the course's function: swap its code for the refusal too.
+            codes.append((function, function.__code__))
+            function.__code__ = _refusal_code(name, why)
     try:
         yield
     finally:
+        for function, code in reversed(codes):
+            function.__code__ = code
         for owner, attribute, own, value in reversed(saved):
             if own:
                 setattr(owner, attribute, value)
             else:
                 delattr(owner, attribute)
+
+
+def _refusal_code(name, why):
+    """The code object of a function that fails the check with 'your function calls name'."""
+    namespace = {}
+    exec("def refuse(*args, **kwargs):\n"
+         "    __tracebackhide__ = True\n"
+         "    from book.checks._core import fail\n"
+         f"    fail({f'your function calls {name}: {why}'!r})\n", namespace)
+    return namespace["refuse"].__code__
 
 
 # -- Looking at the result ----------------------------------------------------------------
