@@ -332,10 +332,10 @@ def test_round3_messages():
 
 
 # -- Round 4 red team (tests/checker_redteam/round4_ch06_learned_pe.py; tests/
-# test_checks_round4.py runs every entry with training): the messages, without training -----
+# test_checks_round4.py runs every entry with training): the messages, without training
 R4_MESSAGES = {
-    "W_06_dropout_keep_prob": "every entry of the output is 0: with dropout=0.0 your dropout "
-                              "drops everything",
+    "W_06_dropout_keep_prob": "every entry of the output is 0: with dropout=0.0 your "
+                              "dropout drops everything",
     "W_16_float64_table": "forward(X) has dtype torch.float64",
     "W_20_shared_global_table": "share the parameter `P`",
     "W_29_positions_only_in_training": "in eval mode your encoding returns X unchanged",
@@ -350,7 +350,8 @@ def test_round4_messages(name):
     from checkers_support import _module
 
     rejects(checks.check_learned_positional_encoding,
-            getattr(_module("round4_ch06_learned_pe"), name), R4_MESSAGES[name], args=(False,))
+            getattr(_module("round4_ch06_learned_pe"), name), R4_MESSAGES[name],
+            args=(False,))
 
 
 def test_a_stale_copy_is_refused_also_when_it_follows_the_table_partly():

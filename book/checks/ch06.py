@@ -17,8 +17,8 @@ message is the same on every run):
 4. E is position-dependent (50 positions, all different) and *per-position trainable*: the
    Jacobian of E (10 positions x 16 features) with respect to the parameters has full rank
    160, so every entry of every position's vector can be learned on its own (one scale times
-   the sinusoid has rank 1, one scalar per position rank 10); and the output follows a change
-   of the parameters (no copy of the table kept from an earlier call);
+   the sinusoid has rank 1, one scalar per position rank 10); and the output follows a
+   change of the parameters (no copy of the table kept from an earlier call);
 5. in train mode with dropout 0.5, every entry is 0 or (X + E) / (1 - 0.5), and about half
    are 0: dropout on the sum, at the given rate (the placement the exercise asks for);
 6. (train=True) the encoding helps: the chapter's reversal model with it reverses at least
@@ -276,14 +276,15 @@ def _expect_precision(module, dtype):
     for name, p in module.named_parameters():
         if p.is_floating_point() and torch.finfo(p.dtype).eps > torch.finfo(dtype).eps:
             digits = round(-math.log10(torch.finfo(p.dtype).eps))
-            adam = (", and Adam's eps=1e-8 is 0 in float16: in this checker's training such "
-                    "a table makes the loss NaN after the first step") if p.dtype == torch.float16 \
-                else ""
+            adam = ", and Adam's eps=1e-8 is 0 in float16: in this checker's training " \
+                "such a table makes the loss NaN after the first step" \
+                if p.dtype == torch.float16 else ""
             fail(f"your encoding's parameter `{name}` has dtype {p.dtype}, while X and the "
                  f"rest of the model are {dtype}: {p.dtype} keeps only about {digits} "
-                 f"significant digits, so small training steps on it are rounded away{adam}.",
-                 "create the table with the default dtype, float32 (torch.randn(1, max_len, "
-                 "num_hiddens) without .half() or dtype=).")
+                 f"significant digits, so small training steps on it are rounded away"
+                 f"{adam}.",
+                 "create the table with the default dtype, float32 (torch.randn(1, "
+                 "max_len, num_hiddens) without .half() or dtype=).")
 
 
 def _storages(module):
@@ -298,9 +299,9 @@ def _expect_own_parameters(cls, module, d):
     shared = set(_storages(module)) & set(_storages(other))
     if shared:
         name = _storages(module)[min(shared)]
-        fail(f"two instances of your class, cls(16, 0.0, max_len=50) built twice, share the "
-             f"parameter `{name}`: training one model would change the other, and every "
-             "model would start from the same table whatever its seed.",
+        fail("two instances of your class, cls(16, 0.0, max_len=50) built twice, share "
+             f"the parameter `{name}`: training one model would change the other, and "
+             "every model would start from the same table whatever its seed.",
              "create the table in __init__ for each instance: self.P = nn.Parameter("
              "torch.randn(1, max_len, num_hiddens)), not in a class attribute, a dict kept "
              "between instances, or a module-level cache.")
@@ -320,11 +321,12 @@ def _expect_train_equals_eval(cls, module, X, out_eval):
              "share kept: nn.Dropout(dropout), not nn.Dropout(1 - dropout).")
     kept = out != 0
     ratio = (out[kept] / out_eval[kept]).median().item()
-    if (out == 0).any() and _one_of(out, [torch.zeros_like(out), out_eval * ratio], atol=1e-4):
+    dropped_like = _one_of(out, [torch.zeros_like(out), out_eval * ratio], atol=1e-4)
+    if (out == 0).any() and dropped_like:
         _check_dropout(cls, X.shape[-1])  # a fixed rate: said at dropout 0.5, as always
-        fail(f"on {case} {(out == 0).double().mean().item():.0%} of the entries are dropped "
-             f"and the others scaled by {ratio:.3g}, a dropout rate of {1 - 1 / ratio:.2g}: "
-             "with dropout=0.0 nothing may be dropped.",
+        fail(f"on {case} {(out == 0).double().mean().item():.0%} of the entries are "
+             f"dropped and the others scaled by {ratio:.3g}, a dropout rate of "
+             f"{1 - 1 / ratio:.2g}: with dropout=0.0 nothing may be dropped.",
              "use the constructor's dropout argument as the rate (the share dropped): "
              "nn.Dropout(dropout); do not fix the rate, and do not pass 1 - dropout.")
     if torch.allclose(out_eval, X, atol=1e-6):

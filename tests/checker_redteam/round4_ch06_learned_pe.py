@@ -1,9 +1,11 @@
-"""Round 4 red team (writer B, issue 12), ch06_learned_pe: wrong (W_), right (C_), odd but right
-(O_) and against-the-wording (S_) solutions written from the exercise text alone;
-copied from /work/redteam/round4/B/sols/ch06_learned_pe.py with the names W01_x written W_01_x.
-The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass); A_ entries
-are wrong ones accepted on purpose (each says why), not tested.
-Writer's note: Round 4, writer B: LearnedPositionalEncoding (exercise 6.1), from the exercise text only."""
+"""Round 4 red team (writer B, issue 12), ch06_learned_pe: wrong (W_), right (C_),
+odd but right (O_) and against-the-wording (S_) solutions written from the exercise
+text alone; copied from /work/redteam/round4/B/sols/ch06_learned_pe.py
+with the names W01_x written W_01_x. The tests run every W_ entry (must fail) and
+every C_ and O_ entry (must pass); A_ entries are wrong ones accepted on purpose
+(each says why), not tested.
+Writer's note: Round 4, writer B: LearnedPositionalEncoding (exercise 6.1), from the
+exercise text only."""
 # flake8: noqa
 import math
 
