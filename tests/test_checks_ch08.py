@@ -445,3 +445,21 @@ def test_round4_count_overflow_is_named():
     from checker_redteam import round4_ch08_bert_param_count as r4
 
     rejects(checks.check_bert_param_count, r4.W_20_int32_overflow, "overflowed a 32-bit")
+
+
+def test_round5_masking_messages_name_the_fault():
+    """Round 5 (tests/checker_redteam/round5_ch08_mlm_masking.py): what the pooled rates
+    cannot see."""
+    from checker_redteam import round5_ch08_mlm_masking as r5
+
+    expected = {
+        r5.W_26_choice_cached_between_calls: "are chosen again in call 2",
+        r5.W_33_action_cached: "got the same treatment",
+        r5.W_21_alternating_rate: "each call must choose 15%",
+        r5.W_08_random_up_to_batch_max: "ids the batch does not hold",
+        r5.W_24_random_from_batch_unique_ids: "ids the batch does not hold",
+        r5.W_25_half_batch_same_draw: "rows further down",
+        r5.W_35_cap_per_row: "capped",
+    }
+    for fn, fragment in expected.items():
+        rejects(checks.check_mlm_masking, fn, fragment)

@@ -31,7 +31,16 @@ are seeded first, so the verdict is the same on every run) and tests, on the poo
                                                 pairs          < 3e-12 (binomial)
   replacements of one position in two calls
     agreeing (1/60)                             > 1/2 of >= 20 < 1e-13 x 3 pairs of calls
-  total                                                        < 4.1e-7, below one in a
+  each call's chosen share = 0.15               5.5 SE         3 x 3.8e-8
+  positions chosen in one call chosen again in
+    another (0.15); same 80/10/10 decision for
+    a position chosen twice (0.66)              > 1/2; > 0.9   < 1e-100 (binomial)
+  the same column chosen 1, 2, R/4, R/3, R/2
+    rows further down (0.15)                    > 1/2          < 1e-100
+  rows with 9 or more chosen (a cap per row)    5.5 SE below   1.9e-8 (normal)
+  one more call, vocabulary of 200: share of
+    replacements beyond the batch's ids (0.7)   < 0.35         < 1e-40
+  total                                                        < 5.5e-7, below one in a
                                                                million
 
 The dispersion indices are computed at the observed (pooled) rates, and the tests that find a
@@ -64,11 +73,11 @@ MIN_OCCURRENCES = 300  # an id this frequent must be chosen at least once
 P_CHOOSE, P_MASK, P_KEEP = 0.15, 0.8, 0.1
 
 
-def _masking_vocab():
+def _masking_vocab(size=60):
     from ..bert import Vocab
 
-    words = [f"w{i}" for i in range(60)]
-    return Vocab([words], min_freq=1)  # 5 special tokens + 60 ordinary ones
+    words = [f"w{i:03d}" if size > 60 else f"w{i}" for i in range(size)]
+    return Vocab([words], min_freq=1)  # 5 special tokens + `size` ordinary ones
 
 
 def _masking_batch(vocab, num_rows=4000, max_len=32, seed=0):
@@ -320,6 +329,117 @@ def check_mlm_masking(fn):
                  "60, whatever the batch holds; one fixed token, or tokens copied from the "
                  "batch, match the frequent ids far more often." if keep_share > centre
                  else ""))
+
+    # What the pooled rates cannot see: state kept between calls, rows copied, a cap per
+    # row, replacements drawn from the batch's ids only.
+    _check_calls_independent(results, tokens, vocab)
+    _check_rows_drawn_apart(labelled, tokens.shape[0])
+    _check_no_cap_per_row(rows_c, rows_m, pooled)
+    _check_replacements_from_the_whole_vocabulary(fn, tokens)
+
+
+def _action(inputs, labels, tokens, vocab):
+    """Per position: -1 not chosen, 0 [MASK], 1 a random token, 2 kept."""
+    labelled = labels != IGNORE
+    action = torch.full(tokens.shape, -1)
+    action[labelled & (inputs == vocab.mask)] = 0
+    action[labelled & (inputs != vocab.mask) & (inputs != tokens)] = 1
+    action[labelled & (inputs == tokens)] = 2
+    return action
+
+
+def _check_calls_independent(results, tokens, vocab):
+    """Each call draws anew: its own rate (a counter kept between calls drifts), its own
+    choice (a position chosen in one call is chosen in another 15% of the time) and its own
+    80/10/10 decision (a position chosen twice gets the same treatment 66% of the time).
+    Failing needs 5.5 standard errors on a call's rate (89,353 positions: 0.7 points), or an
+    overlap above 1/2 of at least 1,000 positions, or agreement above 0.9 on at least 500:
+    binomial tails below 1e-100 for a right solution."""
+    ordinary = tokens >= vocab.num_specials
+    n = int(ordinary.sum())
+    actions = [_action(inputs, labels, tokens, vocab) for inputs, labels in results]
+    for call, action in enumerate(actions, 1):
+        chosen = int((action >= 0).sum())
+        if abs(_z(chosen, n, P_CHOOSE)) > SE_TOLERANCE:
+            shares = ", ".join(f"{(a >= 0).sum().item() / n:.2%}" for a in actions)
+            fail(f"the {CALLS} calls chose {shares} of the {n:,} ordinary positions; each call "
+                 f"must choose 15% (call {call} is {abs(_z(chosen, n, P_CHOOSE)):.1f} standard "
+                 f"errors off, tolerance {SE_TOLERANCE}).",
+                 "use the same probability 0.15 at every call; keep no counter or other "
+                 "state between calls.")
+    for a in range(CALLS):
+        for b in range(a + 1, CALLS):
+            first, second = actions[a] >= 0, actions[b] >= 0
+            if first.sum() >= 1000 and (first & second).sum() / first.sum() > 0.5:
+                fail(f"{(first & second).sum() / first.sum():.0%} of the positions chosen in "
+                     f"call {a + 1} are chosen again in call {b + 1}; fresh draws choose "
+                     "15% of them again.",
+                     "draw the choice anew at every call (torch.rand(tokens.shape) < 0.15 "
+                     "inside the function), not once and kept.")
+            both = first & second
+            same = (actions[a][both] == actions[b][both]).double().mean().item() \
+                if both.sum() else 0.0
+            if both.sum() >= 500 and same > 0.9:
+                fail(f"the positions chosen in both call {a + 1} and call {b + 1} got the "
+                     f"same treatment ([MASK], random or kept) {same:.0%} of the time; fresh "
+                     "80/10/10 decisions agree 66% of the time.",
+                     "draw the 80/10/10 decision anew at every call, not once and kept.")
+
+
+def _check_replacements_from_the_whole_vocabulary(fn, tokens):
+    """One more call with a vocabulary of 200 ordinary tokens, on the same batch (which uses
+    only the first 60): replacements uniform over the vocabulary land beyond id 64 seven
+    times in ten; drawn from the batch's ids (tokens.max(), tokens.unique()) never."""
+    big = _masking_vocab(200)
+    inputs, labels = _one_call(fn, tokens, big, "the same batch with a vocabulary of 200 "
+                               "ordinary tokens (the batch uses the first 60)")
+    labelled = labels != IGNORE
+    replaced = labelled & (inputs != tokens) & (inputs != big.mask)
+    if replaced.sum() < 100:
+        return
+    beyond = (inputs[replaced] > tokens.max()).double().mean().item()
+    if beyond < 0.35:
+        fail(f"with a vocabulary of 200 ordinary tokens, of which the batch uses only the "
+             f"first 60, {beyond:.0%} of the random replacements are ids the batch does not "
+             "hold; drawn from the whole vocabulary, 70% would be.",
+             "draw replacements from all ordinary ids of the vocabulary: torch.randint("
+             "vocab.num_specials, len(vocab), ...), not from the ids in the batch "
+             "(tokens.max(), tokens.unique()).")
+
+
+def _check_no_cap_per_row(rows_c, rows_m, p):
+    """Rows with many chosen positions occur as often as independent choices make them: a
+    cap per row (BERT's max_predictions_per_seq) leaves none. Failing needs fewer rows with
+    9 or more chosen than expected minus 5.5 standard errors (of a sum of Bernoullis)."""
+    if not 0 < p < 1:
+        return
+    def at_least_9(m):  # P(Binomial(m, p) >= 9)
+        return 1 - sum(math.comb(m, k) * p ** k * (1 - p) ** (m - k) for k in range(9))
+
+    tails = {m: at_least_9(m) for m in set(rows_m.tolist())}
+    tail = torch.tensor([tails[m] for m in rows_m.tolist()], dtype=torch.float64)
+    expected, var = tail.sum().item(), (tail * (1 - tail)).sum().item()
+    seen = int((rows_c >= 9).sum())
+    if expected >= 30 and seen < expected - SE_TOLERANCE * math.sqrt(var):
+        fail(f"{seen} rows have 9 or more chosen positions; independent choices give about "
+             f"{expected:.0f}: the number chosen per row is capped.",
+             "choose each ordinary position independently with probability 0.15, with no "
+             "maximum per row.")
+
+
+def _check_rows_drawn_apart(labelled, num_rows):
+    """Rows draw apart: a position chosen in one row is chosen in the same column of another
+    row 15% of the time. A draw copied between rows (the second half of the batch reusing
+    the first half's) agrees far more. Failing needs an overlap above 1/2 of at least 1,000
+    positions."""
+    first = labelled[:num_rows]                     # the first call's rows
+    for shift in sorted({1, 2, num_rows // 4, num_rows // 3, (num_rows + 1) // 2}):
+        a, b = first[:-shift], first[shift:]
+        if a.sum() >= 1000 and (a & b).sum() / a.sum() > 0.5:
+            fail(f"{(a & b).sum() / a.sum():.0%} of the chosen positions are chosen again "
+                 f"{shift} rows further down, in the same column; independent draws give 15%.",
+                 "draw one random number per position of the whole batch "
+                 "(torch.rand(tokens.shape)), not one row's draws repeated.")
 
 
 def _check_every_ordinary_id_chosen(T, labelled, vocab):
