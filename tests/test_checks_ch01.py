@@ -433,3 +433,39 @@ def test_round4_softmax_refuses_the_built_in_softmaxes():
     for name in ("S_01_softmin_of_negative", "S_02_torch_special_softmax",
                  "S_03_categorical_probs", "S_04_sigmoid_trick_for_two"):
         rejects(checks.check_softmax, vars(r4)[name], "your function calls")
+
+
+# -- Round 5 red team (tests/checker_redteam/round5_ch01_*.py): holes and messages --
+
+ROUND5_SOFTMAX_MESSAGES = {
+    # a maximum without keepdim: wrong without an error on square inputs (the new cases)
+    "W_13_max_without_keepdim": ["square (2, 2) matrix"],
+    # the crash names the max, not the sum
+    "W_20_max_without_keepdim_plain": ["take the maximum over dim=-1 with keepdim=True"],
+    # torch.ops.aten._softmax is refused like the other softmaxes
+    "S_05_aten_softmax": ["your function calls torch.ops.aten._softmax"],
+}
+
+ROUND5_TOPK_MESSAGES = {
+    # one threshold for every query: NaN rows from masking, not from overflow
+    "W_17_kth_from_first_query": ["the k-th best score per query", "not one threshold"],
+    # float64 keeps float64
+    "W_25_float64_in_float32_out": ["in float64", "expected torch.float64"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND5_SOFTMAX_MESSAGES)
+def test_round5_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round5_ch01_softmax as r5
+
+    text = rejects(checks.check_softmax, vars(r5)[name], *ROUND5_SOFTMAX_MESSAGES[name])
+    assert "sum over dim=-1" not in text
+
+
+@pytest.mark.parametrize("name", ROUND5_TOPK_MESSAGES)
+def test_round5_topk_messages_point_at_the_fault(name):
+    from checker_redteam import round5_ch01_topk as r5
+
+    text = rejects(checks.check_topk_attention_pool, vars(r5)[name],
+                   *ROUND5_TOPK_MESSAGES[name])
+    assert "exp() overflows" not in text

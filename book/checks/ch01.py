@@ -13,7 +13,11 @@ _SOFTMAXES = [(torch, "softmax"), (torch, "log_softmax"),
               (torch.Tensor, "log_softmax", "a log_softmax of PyTorch (torch.Tensor."
                "log_softmax, which torch.nn.functional.log_softmax calls)"),
               (torch.special, "softmax"),
-              (torch.special, "log_softmax")]  # F.softmax and nn.Softmax go through Tensor's
+              (torch.special, "log_softmax"),
+              (torch.ops.aten, "_softmax"), (torch.ops.aten, "_log_softmax"),
+              (torch.ops.aten, "softmax"), (torch.ops.aten, "log_softmax"),
+              (torch.ops.aten, "special_softmax"),
+              (torch.ops.aten, "special_log_softmax")]  # F.softmax, nn.Softmax: via Tensor's
 
 
 def _softmax_cases():
@@ -42,13 +46,46 @@ def _softmax_cases():
         ("a (2, 3, 4) batch that is a transposed view, not contiguous in memory "
          "(torch.randn(3, 2, 4).transpose(0, 1))",
          torch.randn(3, 2, 4, generator=torch.Generator().manual_seed(13)).transpose(0, 1)),
+        *_softmax_cases_round5(),
     ]
+
+
+def _softmax_cases_round5():
+    """Added after red-team round 5: square inputs whose rows have different maxima, where a
+    maximum without keepdim broadcasts along the wrong axis without an error."""
+    g = torch.Generator().manual_seed(15)
+    square = torch.randn(4, 4, generator=g)
+    square[torch.arange(4), torch.tensor([2, 0, 3, 1])] += torch.tensor([6.0, 1.0, 9.0, 3.0])
+    return [
+        ("a square (2, 2) matrix [[0, 1], [5, 0]] (rows with different maxima)",
+         torch.tensor([[0.0, 1.0], [5.0, 0.0]])),
+        ("a square (4, 4) matrix whose rows have different maxima", square),
+        ("a (2, 3, 3) batch of square matrices", 3 * torch.randn(2, 3, 3, generator=g)),
+    ]
+
+
+def _failing_line(error):
+    """The source line of the innermost frame of the error's traceback ('' if none)."""
+    import linecache
+    tb, line = error.__traceback__, ""
+    while tb is not None:
+        text = linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno).strip()
+        line = text or line
+        tb = tb.tb_next
+    return line
 
 
 def _no_keepdim_hint(error):
     if "must match the size" in str(error):
-        return ("sum over dim=-1 with keepdim=True, so that the (..., 1) sums broadcast "
-                "against the (..., n) exponentials.")
+        line = _failing_line(error)
+        if "max" in line and "sum" not in line:
+            return ("take the maximum over dim=-1 with keepdim=True (scores.amax(dim=-1, "
+                    "keepdim=True), or scores.max(dim=-1, keepdim=True).values), so that the "
+                    "(..., 1) maxima broadcast against the (..., n) scores; without keepdim "
+                    "they line up with the last axis (and, for a square input, subtract "
+                    "another row's maximum without an error).")
+        return ("reduce over dim=-1 with keepdim=True (the maximum and the sum), so that the "
+                "(..., 1) results broadcast against the (..., n) scores and exponentials.")
     if "view size is not compatible" in str(error):
         return ("the input may be a view that is not contiguous in memory (a transpose, a "
                 "slice): .view() cannot flatten it. Use .reshape() instead, or better, "
@@ -238,7 +275,16 @@ def _topk_cases():
          "2nd: not a tie)", torch.tensor([[1.0, 0.0]]),
          torch.tensor([[2.0, 0.0], [1.0, 0.0], [0.9998, 0.0], [0.0, 1.0]]),
          torch.randn(4, 3, generator=torch.Generator().manual_seed(4)), _dot, 2),
+        *_topk_cases_round5(),
     ]
+
+
+def _topk_cases_round5():
+    """Added after red-team round 5: float64 inputs (the outputs keep float64)."""
+    g = torch.Generator().manual_seed(25)
+    return [("3 queries, 6 keys, k=2, dot score in float64",
+             *[torch.randn(n, d, generator=g, dtype=torch.float64)
+               for n, d in ((3, 4), (6, 4), (6, 3))], _dot, 2)]
 
 
 def _fill_hint(error):
@@ -284,7 +330,15 @@ def check_topk_attention_pool(fn):
             best = scores.amax(dim=-1)
             kth = scores.topk(k, dim=-1).values[:, -1]
             rows = torch.isnan(weights).any(dim=-1)
-            if bool((best[rows] == kth[rows]).all()):
+            if bool((best[rows] < kth.max()).all()) and float(scores.abs().max()) < 80 \
+                    and not bool((best[rows] == kth[rows]).all()):
+                overflow = (
+                    "every key of such a query was masked, and its scores are small (no "
+                    "overflow): each of these queries' best score lies below the k-th best "
+                    "of another query. Take the k-th best score per query, "
+                    "topk(k, dim=-1).values[:, -1:] (one per row), not one threshold from "
+                    "a single query or from the whole tensor.")
+            elif bool((best[rows] == kth[rows]).all()):
                 overflow = (
                     "every key of such a query was masked. In these rows the best score "
                     "ties with the k-th best, so a threshold that drops the k-th best "
