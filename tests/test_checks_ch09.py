@@ -213,6 +213,9 @@ def test_top_p_cases_keep_a_margin_from_p():
         margin = (inexact - p).abs().min().item() if len(inexact) else 1.0
         if "exactly p" in case or "float64, p=0.75" in case:  # exact in float32 and 64
             continue
+        if "just below p" in case:  # 5e-6: about 80 float32 steps of 0.6
+            assert 4e-6 < margin < 1e-5, (case, margin)
+            continue
         if "4,096 float16" in case:      # float32 rounding of these sums is below 1e-6
             assert margin > 1e-4, (case, margin)
             continue

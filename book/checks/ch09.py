@@ -42,9 +42,10 @@ def _logits_from(probs):
 def _top_p_cases():
     """(case, logits, p): asymmetric, unsorted, ties, long rows, -inf entries, large
     logits, float16, a mass that reaches p exactly, near-ties (also one that float16
-    cannot tell apart), a non-contiguous input. Apart from the exact case
-    and the 4,096-token rows (1.1e-4), every case keeps a margin of at least 1e-3 between
-    p and the mass above any token, so float32 rounding cannot change the verdict."""
+    cannot tell apart, and one 5e-6 apart in relative terms), a mass 5e-6 below p, a
+    non-contiguous input. Apart from the exact case, the mass just below p (5e-6) and the
+    4,096-token rows (1.1e-4), every case keeps a margin of at least 1e-3 between p and the
+    mass above any token, so float32 rounding cannot change the verdict."""
     g = torch.Generator().manual_seed(9)
     shuffled = torch.randn(4, 10, generator=g) * 2.0
     long_rows = torch.randn(3, 257, generator=g) * 3.0
@@ -76,6 +77,16 @@ def _top_p_cases():
         # A near-tie that is not a tie: 0.29995 is removed although 0.3 is kept.
         ("probabilities [0.3, 0.4, 0.00005, 0.29995], p=0.6 (0.29995 is not tied with 0.3)",
          _logits_from([[0.3, 0.4, 0.00005, 0.29995]]), 0.6),
+        # A near-tie 5 parts in a million apart (1.5e-6, 25 float32 steps of 0.3): a
+        # tolerant tie rule such as torch.isclose (rtol 1e-5) keeps it.
+        ("probabilities [0.4, 0.3 * (1 - 5e-6), 1.5e-6, 0.3], p=0.6 (token 1 is 5 parts in "
+         "a million below token 3: not a tie)",
+         _logits_from([[0.4, 0.3 * (1 - 5e-6), 1.5e-6, 0.3]]), 0.6),
+        # The mass above token 1 is 5e-6 below p (about 80 float32 steps of 0.6): a "safety
+        # margin" such as mass < p - 1e-5 removes it.
+        ("probabilities [0.599995, 0.3, 0.100005], p=0.6 (the mass above token 1 is "
+         "0.599995, just below p: token 1 is kept)",
+         _logits_from([[0.6 - 5e-6, 0.3, 0.1 + 5e-6]]), 0.6),
         ("p=1.0 on logits already filtered by top-k (the -inf stay -inf)",
          torch.cat([_filtered_row(), after_top_k]), 1.0),
         # Long float16 rows: float16 rounding in a softmax or cumsum moves the boundary by
@@ -195,10 +206,23 @@ def _overflow_note(logits):
 def _compare_nucleus(out, logits, p, case):
     kept, expected = _nucleus(logits, p)
     probs = torch.softmax(out.double(), dim=-1)                       # (batch, V)
+    if torch.isposinf(out).any():
+        fail(f"your output has +inf (not -inf) on {case} (first positions: "
+             f"{torch.isposinf(out).nonzero()[:3].tolist()}), so its softmax is NaN.",
+             "do no arithmetic that mixes the -inf entries already in the logits with "
+             "others (logits - logits.mean(), or x - x.max() on an all -inf row, give "
+             "+inf or NaN): keep the logits as they are and only masked_fill the removed "
+             "tokens with -inf.")
     if torch.isnan(probs).any():
+        mixes = ""
+        if torch.isneginf(logits).any():
+            mixes = (" This input already has -inf entries: arithmetic that mixes them "
+                     "with the others (logits - logits.mean() is -inf or NaN everywhere, "
+                     "-inf - (-inf) is NaN) makes the probabilities NaN, and then no token "
+                     "passes the test. Compute softmax on the logits as they are.")
         fail(f"softmax of your output has NaN on {case}: a row has no token left (all -inf).",
              "the most probable token is always kept (the mass above it is 0 < p)."
-             + _overflow_note(logits))
+             + mixes + _overflow_note(logits))
     if ((out >= 0).all() and (out <= 1).all() and (out.double().sum(-1) <= 1 + 1e-3).all()
             and not torch.allclose(probs, expected, atol=1e-3)):
         fail(f"your output on {case} looks like probabilities (between 0 and 1, each row "
@@ -286,7 +310,8 @@ def _explain_wrong_set(out, logits, kept, yours, p, where):
                  f"are kept although they are not tied with the last kept token "
                  f"(probability {near:.6g}).",
                  "only exact ties with the token that crosses p are kept: compare with "
-                 "probs >= threshold (or mass_above < p) without a tolerance.")
+                 "probs >= threshold (or mass_above < p) without a tolerance (no "
+                 "torch.isclose, no threshold - eps).")
         fail(f"{where}: your nucleus is too large (it keeps {extra} after the mass of the "
              f"kept tokens has reached p={p}).",
              "stop at the token that crosses p: keep a token when the probability of the "
@@ -300,7 +325,8 @@ def _explain_wrong_set(out, logits, kept, yours, p, where):
         fail(f"{where}: token(s) {missing} are missing; the most probable one of them has "
              f"probability {crossing:.3g}.",
              "the token that crosses p belongs to the nucleus: keep token j when the mass "
-             "of the tokens ranked above j (not including j) is below p.")
+             "of the tokens ranked above j (not including j) is below p (mass < p exactly, "
+             "with no safety margin such as p - 1e-5).")
     if got == list(range(len(want))):
         fail(f"{where}: you keep the first {len(want)} positions of the vocabulary.",
              "the decision is made in sorted order: map it back to the tokens' own "
@@ -531,12 +557,32 @@ def _run_steps(fn, sequences, case, tol, start=0):
                                 "order, torch.cat([past, new], dim=2).")
                     if name == "keys" and torch.equal(got, V[:, :, :t + 1]):
                         hint = "the keys cache holds the values: keep k and v apart."
+                    reference = full[:, :, :t + 1].double()
+                    if name == "keys" and any(
+                            torch.allclose(got.double(), reference * scale, rtol=1e-3,
+                                           atol=1e-4)
+                            for scale in (hs ** -0.5, 1.0 / hs, hs ** 0.5) if hs > 1):
+                        hint = ("the order is right, but the cached keys are scaled: the "
+                                "cache must hold k itself, as the caller passed it. Scale "
+                                "the scores, q @ keys^T / sqrt(head size), not the keys "
+                                "you return.")
                     fail(f"the returned {name} on {where} are not the {t + 1} {name} of "
                          f"positions 0..{t} in order.", hint)
             diff = (out.double() - expected[s][:, :, t:t + 1]).abs()
             if not diff.max() <= tol:
                 where_max = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
                 hint = _diagnose_step(out, Q, K, V, t, hs, later=_later(fn, Q, K, V))
+                scores = (Q[:, :, t:t + 1].double() @ K[:, :, :t + 1].double()
+                          .transpose(2, 3)) / math.sqrt(hs)                 # (b, h, 1, t+1)
+                limit = 11 if Q.dtype == torch.float16 else 88  # exp overflows beyond
+                zero = ((out.double().abs().amax(-1) == 0)
+                        & (expected[s][:, :, t:t + 1].abs().amax(-1) > 0))
+                if scores.max() > limit and zero.any():
+                    hint = (f"your output is 0 where a score exceeds {limit} (here up to "
+                            f"{scores.max().item():.4g}): exp() overflowed to inf, inf / inf "
+                            "is NaN, and something (nan_to_num?) turned it into 0. Subtract "
+                            "each row's maximum score before exp, or use torch.softmax, "
+                            "which does.")
                 if owned and hint.startswith("compute softmax"):
                     hint = OWN_CACHE_HINT
                 fail(f"the output is wrong on {where}: at index {where_max} expected "

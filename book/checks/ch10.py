@@ -260,6 +260,14 @@ def _slopes(num_heads):
     return slopes + (_slopes(2 * c)[0::2][:num_heads - c] if c < num_heads else [])
 
 
+def _slopes_integer_division(num_heads):
+    """The paper's rule with 8 // c (integer division) for 8 / c: all slopes 1 for c > 8."""
+    c = 1 << (num_heads.bit_length() - 1)
+    slopes = [2.0 ** (-(8 // c) * k) for k in range(1, c + 1)]
+    return slopes + (_slopes_integer_division(2 * c)[0::2][:num_heads - c]
+                     if c < num_heads else [])
+
+
 _ALIBI_CASES = [(8, 10), (4, 6), (1, 5), (2, 3), (6, 12), (12, 7), (3, 50), (5, 9),
                 (16, 300), (7, 2), (4, 1), (8, 40)]  # (8, 40): 8 heads again, a longer n
 
@@ -287,6 +295,11 @@ def _slope_hint(seen, want, h):
         return ("the slopes are close but not exact: compute them and the bias in float32 "
                 "(or float64), not float16 or bfloat16, whose 11 (8) significant bits "
                 "round 2^(-1/2) = 0.70711 to 0.707.")
+    if close(seen, _slopes_integer_division(h)):
+        big = h if h & (h - 1) == 0 else 1 << h.bit_length()    # the power of 2 that fails
+        return (f"some slopes are 1 = 2^0: 8 // {big} (integer division) is "
+                "0 once the power of 2 exceeds 8. Use true division, 2 ** (-8 * k / c), as "
+                "the paper does.")
     nxt = 1 << (h - 1).bit_length()                     # the next power of 2
     if h & (h - 1) and close(seen, _slopes(nxt)[:h]):
         return (f"these are the first {h} slopes for {nxt} heads. The paper takes the "
@@ -323,6 +336,12 @@ def _check_alibi_case(fn, h, n, earlier=()):
                  "mask that is added to the scores (scores + bias + mask, or a float "
                  "attn_mask) does not hide NaN, since NaN + (-inf) is NaN, and one NaN "
                  "score makes its whole softmax row NaN.")
+        if torch.isposinf(bias[:, ~below]).any():
+            fail(f"alibi_bias has +inf above the diagonal (keys j > i) on {case}.",
+                 "fill the entries the causal mask hides with a finite number or -inf, not "
+                 "+inf: a mask that is added to the scores (scores + bias + mask, or a float "
+                 "attn_mask) gives (+inf) + (-inf) = NaN there, and one NaN score makes its "
+                 "whole softmax row NaN.")
     expect_tensor(bias, (h, n, n), what="alibi_bias's output", case=case, hint=hint)
     if bias.dtype != torch.float32:
         fail(f"alibi_bias's output has dtype {bias.dtype} on {case}; expected torch.float32, "
@@ -387,7 +406,7 @@ def check_alibi_bias(fn):
     """Check `fn(num_heads, n)`: a float32 (num_heads, n, n) tensor whose entry [h, i, j],
     for keys j <= i, is -m_h (i - j) with the ALiBi paper's slopes m_h, exactly as the
     exercise defines it (0 on the diagonal); entries above the diagonal (masked) are not
-    checked, but must not be NaN. Head counts that are powers of 2 and others, n from 1 to
+    checked, but must not be NaN or +inf. Head counts that are powers of 2 and others, n from 1 to
     300, and one head count again with a larger n."""
     for number, (h, n) in enumerate(_ALIBI_CASES):
         _check_alibi_case(fn, h, n, earlier=_ALIBI_CASES[:number])

@@ -115,8 +115,19 @@ def _names(error, must_name):
         rf"(?<![\d.]){must_name}(?![\d.])", str(error)) is not None
 
 
-def _expect_rejection(fn, args, name, case, must_name, what_is_wrong):
-    """`fn(*args)` must raise a ValueError whose message names `must_name`."""
+def _example(side, must_name):
+    """An example message for the size that is wrong: 'height', 'width', 'patches' (their
+    number) or 'length' (of a patch)."""
+    return {"height": f"height {must_name} is not a multiple of patch_size ...",
+            "width": f"width {must_name} is not a multiple of patch_size ...",
+            "patches": f"{must_name} patches were given, but the image has ...",
+            "length": f"patches of length {must_name}, but a patch holds c * p * p ..."
+            }[side]
+
+
+def _expect_rejection(fn, args, name, case, must_name, what_is_wrong, side):
+    """`fn(*args)` must raise a ValueError whose message names `must_name` (and, when the
+    height or the width is wrong, names that side, not the other)."""
     try:
         out = fn(*args)
     except NotImplementedError:
@@ -124,13 +135,22 @@ def _expect_rejection(fn, args, name, case, must_name, what_is_wrong):
              "line with your code.")
     except Exception as error:  # the learner's code refused: with a clear message?
         if _names(error, must_name):
+            other = {"height": "width", "width": "height"}.get(side)
+            text = str(error).lower()
+            if other and other in text and side not in text:
+                fail(f"on {case} {name} raised ValueError({str(error)!r}): the message "
+                     f"names the {other}, but it is the {side} that is wrong "
+                     f"({what_is_wrong}).",
+                     f"name the {side} in the message, e.g. "
+                     f"\"{_example(side, must_name)}\" (a swapped label sends the reader "
+                     "to fix the wrong axis).")
             return
         kind = type(error).__name__
         if isinstance(error, ValueError):
             fail(f"on {case} {name} raised ValueError({str(error)!r}), which does not say "
                  f"which size is wrong ({must_name}).",
                  f"{what_is_wrong}; say so in the message, with the numbers, e.g. "
-                 f"\"height {must_name} is not a multiple of patch_size ...\".")
+                 f"\"{_example(side, must_name)}\".")
         fail(f"on {case} {name} raised {kind}: {error}\n  Its message should say what is "
              f"wrong: {what_is_wrong}.",
              "check the sizes at the start of the function and raise ValueError(...) with a "
@@ -215,7 +235,7 @@ def check_patchify(fn):
         side = "height" if shape[2] % p else "width"
         _expect_rejection(fn, (torch.zeros(shape), p), "patchify", _case(shape, p),
                           must_name, f"its {side}, {must_name}, is not a multiple of "
-                                     f"patch_size={p}")
+                                     f"patch_size={p}", side)
     return passed("patchify")
 
 
@@ -250,25 +270,31 @@ def check_unpatchify(fn):
     upstream = torch.randn(3, 2, 6, 4, generator=g, dtype=torch.float64)
     _expect_gradient(patches, out, upstream, _patchify(upstream, 2), "unpatchify", case)
     rejections = [
-        (torch.zeros(2, 2, 16), 4, (9, 8), "9",
+        (torch.zeros(2, 2, 16), 4, (9, 8), "9", "height",
          "image_size (9, 8) has a height, 9, that is not a multiple of patch_size=4"),
         # The number of patches fits (floor(9 / 4) * floor(8 / 4) = 4): only H is wrong.
-        (torch.zeros(2, 4, 16), 4, (9, 8), "9",
+        (torch.zeros(2, 4, 16), 4, (9, 8), "9", "height",
          "image_size (9, 8) has a height, 9, that is not a multiple of patch_size=4"),
-        (torch.zeros(2, 4, 16), 4, (8, 10), "10",
+        (torch.zeros(2, 4, 16), 4, (8, 10), "10", "width",
          "image_size (8, 10) has a width, 10, that is not a multiple of patch_size=4"),
-        (torch.zeros(2, 6, 4), 2, (8, 8), "6",
+        (torch.zeros(2, 6, 4), 2, (8, 8), "6", "patches",
          "an 8 x 8 image has 16 patches of 2 x 2, but 6 were given"),
+        # One patch too many, as a ViT's [class] token adds: dropping the first "patch"
+        # silently is not unpatchify's call.
+        (torch.zeros(2, 17, 4), 2, (8, 8), "17", "patches",
+         "an 8 x 8 image has 16 patches of 2 x 2, but 17 were given (a [class] token is "
+         "not a patch: the caller removes it)"),
         # 3 patches of 16 numbers hold 48 = 6 * 8 numbers, one channel's worth: only the
         # comparison of N with (H / p) * (W / p) finds that 3 is wrong.
-        (torch.zeros(2, 3, 16), 2, (6, 8), "3",
+        (torch.zeros(2, 3, 16), 2, (6, 8), "3", "patches",
          "a 6 x 8 image has 12 patches of 2 x 2, but 3 were given"),
-        (torch.zeros(2, 16, 6), 2, (8, 8), "6",
+        (torch.zeros(2, 16, 6), 2, (8, 8), "6", "length",
          "a patch of 2 x 2 pixels has c * 4 numbers, but the patches have 6"),
     ]
-    for patches, p, size, must_name, wrong in rejections:
+    for patches, p, size, must_name, side, wrong in rejections:
         case = f"patches of shape {tuple(patches.shape)} with patch_size={p}, image_size={size}"
-        _expect_rejection(fn, (patches, p, size), "unpatchify", case, must_name, wrong)
+        _expect_rejection(fn, (patches, p, size), "unpatchify", case, must_name, wrong,
+                          side)
     return passed("unpatchify")
 
 
