@@ -227,7 +227,8 @@ WRONG_BLOCKS = {
     "no residual connection": (NoResidual, "has no residual"),
     "ignores the padding": (IgnoresPadding, "ignores valid_lens"),
     "adds the normalised input": (ResidualOfTheNorm, "un-normalised X"),
-    "one LayerNorm for both sublayers": (SharedNorm, "wrong"),
+    "one LayerNorm for both sublayers": (SharedNorm,
+                                         "the same LayerNorm, self.addnorm1.ln"),
     "none of the block's submodules": (Fresh, "subclass TransformerEncoderBlock"),
     "crashes": (Crashes, "TypeError"),
     "not a class": (None, "None"),
@@ -341,3 +342,33 @@ def test_check_pre_norm_block_leaves_the_mode_alone():
             return PreNorm.forward(self, X, valid_lens)
 
     rejects(checks.check_pre_norm_block, TrainForces, "switched the block to train mode")
+
+
+# -- Round 5 red team (tests/checker_redteam/round5_ch07_pre_norm.py) ---------------------
+R5_PRENORM = {
+    "W_02_same_ln_twice": "the same LayerNorm, self.addnorm1.ln, is used before both",
+    "W_15_ffn_first": "the sublayers are in the wrong order: the FFN comes first",
+    "W_23_float32_cast": "X of dtype float64",
+    "W_24_dropout_keep_prob": "dropout 0.2, train mode, the same random seed as the "
+                              "reference, the dropouts drop a share 1 - 0.2 = 0.8 of the "
+                              "entries",
+}
+
+
+@pytest.mark.parametrize("name", R5_PRENORM)
+def test_check_pre_norm_block_round5_messages(name):
+    from checkers_support import _module
+
+    text = rejects(checks.check_pre_norm_block,
+                   getattr(_module("round5_ch07_pre_norm"), name), R5_PRENORM[name])
+    if name == "W_23_float32_cast":
+        assert "compute in X's dtype" in text
+
+
+def test_check_pre_norm_block_refuses_a_float32_output_of_a_float64_block():
+    class Float32Out(TransformerEncoderBlock):
+        def forward(self, X, valid_lens):
+            return PreNorm.forward(self, X, valid_lens).float()
+
+    rejects(checks.check_pre_norm_block, Float32Out, "has dtype torch.float32",
+            "compute in X's dtype")

@@ -107,6 +107,14 @@ def _mistakes(block):
          "self.addnorm1.ln before the FFN.",
          "LN1 = self.addnorm1.ln goes before the attention, LN2 = self.addnorm2.ln before the "
          "FFN (they have their own weights)."),
+        (lambda X, lens: branch(X, lens, n1=ln1, n2=ln1),
+         "the same LayerNorm, self.addnorm1.ln, is used before both sublayers.",
+         "LN1 = self.addnorm1.ln goes before the attention, LN2 = self.addnorm2.ln before "
+         "the FFN: two LayerNorms with their own weights."),
+        (lambda X, lens: _ffn_first(block, X, lens),
+         "the sublayers are in the wrong order: the FFN comes first, the attention second.",
+         "the attention sublayer comes first: Y = X + dropout1(attention(LN1(X), ...)), "
+         "then Y + dropout2(ffn(LN2(Y)))."),
         (lambda X, lens: branch(X, lens, n1=plain, n2=plain),
          "your block normalises without the block's LayerNorm parameters (F.layer_norm "
          "without weight and bias, or a new nn.LayerNorm).",
@@ -148,6 +156,13 @@ def _mistakes(block):
     ]
 
 
+def _ffn_first(block, X, lens):
+    ln1, ln2 = block.addnorm1.ln, block.addnorm2.ln
+    Y = X + block.addnorm2.dropout(block.ffn(ln2(X)))
+    Z = ln1(Y)
+    return Y + block.addnorm1.dropout(block.attention(Z, Z, Z, lens))
+
+
 def _no_residual(block, X, lens, first):
     Z = block.addnorm1.ln(X)
     A = block.addnorm1.dropout(block.attention(Z, Z, Z, lens))
@@ -187,7 +202,15 @@ def _dropout_mistakes(block):
         Z = d1(ln1(X))
         Y = X + att(Z, Z, Z, lens)
         return Y + ffn(d2(ln2(Y)))
-    return [(no_dropout, "no dropout is applied to the sublayer outputs."),
+    def keep_prob(X, lens):
+        q = 1 - d1.p
+        Z = ln1(X)
+        Y = X + F.dropout(att(Z, Z, Z, lens), q, True)
+        return Y + F.dropout(ffn(ln2(Y)), q, True)
+    return [(keep_prob, f"the dropouts drop a share 1 - {d1.p:g} = {1 - d1.p:g} of the "
+                        f"entries, not the block's rate {d1.p:g}: the rate is the share "
+                        "dropped, not the share kept."),
+            (no_dropout, "no dropout is applied to the sublayer outputs."),
             (on_sum, "dropout is applied to the residual sum X + Sublayer(...), which also "
                      "drops entries of X itself."),
             (on_input, "dropout is applied to the sublayer's input LN(X), not its output.")]
@@ -293,10 +316,10 @@ def _expect_eval_output(block, X, valid_lens, case, diagnose=True):
 def check_pre_norm_block(cls):
     """Check `cls(num_hiddens, ffn_num_hiddens, num_heads, dropout)`: a TransformerEncoderBlock
     whose forward is pre-LayerNorm, X + Dropout(Sublayer(LayerNorm(X))), for both sublayers:
-    in eval mode (with valid_lens [6, 3], [3, 6] and None), its gradients, in eval mode
-    with dropout 0.5 (no dropout then), and in train mode with dropout 0.5 (same random seed
-    as the reference, so the dropout masks must fall where the reference's do). Forward must
-    leave the block's train/eval mode as it was."""
+    in eval mode (with valid_lens [6, 3], [3, 6] and None), its gradients, a float64 block
+    on float64 X, in eval mode with dropout 0.5 (no dropout then), and in train mode with
+    dropout 0.5 and 0.2 (same random seed as the reference, so the dropout masks must fall
+    where the reference's do). Forward must leave the block's train/eval mode as it was."""
     block = _block(cls, 0.0, "PreNormEncoderBlock(16, 32, 4, 0.0)").eval()
     g = torch.Generator().manual_seed(1)
     X = 3 + 2 * torch.randn(2, 6, 16, generator=g)  # far from mean 0, std 1
@@ -316,6 +339,8 @@ def check_pre_norm_block(cls):
                                 "(e.g. X.detach() in the residual): the gradient must flow "
                                 "through both the residual and the sublayer.")
 
+    _expect_float64(cls, X, valid_lens)
+
     p = 0.5
     block = _block(cls, p, f"PreNormEncoderBlock(16, 32, 4, {p})").eval()
     case = f"X of shape (2, 6, 16) with valid_lens [6, 3], dropout {p}, eval mode"
@@ -331,7 +356,37 @@ def check_pre_norm_block(cls):
              "use the block's nn.Dropout modules, self.addnorm1.dropout and "
              "self.addnorm2.dropout, which follow block.train() and block.eval(); "
              "F.dropout(x, p) is always on unless you pass training=self.training.")
+    _expect_train_mode(block, X, valid_lens)
+    # a second rate: at 0.5 a rate read as the share kept (1 - p) gives the same masks
+    _expect_train_mode(_block(cls, 0.2, "PreNormEncoderBlock(16, 32, 4, 0.2)"), X,
+                       valid_lens)
+    return None
 
+
+def _expect_float64(cls, X, valid_lens):
+    """A float64 block (block.double()) on float64 X must compute in float64."""
+    block = _block(cls, 0.0, "PreNormEncoderBlock(16, 32, 4, 0.0)").double().eval()
+    X = X.double()
+    case = ("X of dtype float64, shape (2, 6, 16), valid_lens [6, 3], block.double(), "
+            "eval mode")
+    hint = ("compute in X's dtype: no .float() or dtype=torch.float32 in forward; the "
+            "block's modules (block.double() converts them) already match X.")
+    with torch.no_grad():
+        out = call(block, X, valid_lens, name="your block", case=case,
+                   hint_on_error=lambda error: hint)
+        expect_tensor(out, X.shape, what="the block's output", case=case)
+        if out.dtype != X.dtype:
+            fail(f"on {case}, the block's output has dtype {out.dtype}: it must keep X's "
+                 "dtype, float64.", hint)
+        expect_close(out, _reference_pre_norm(block, X, valid_lens),
+                     what="the block's output", case=case, atol=1e-8, rtol=1e-8,
+                     hint=_FORMULA)
+
+
+def _expect_train_mode(block, X, valid_lens):
+    """Train mode, with the same random seed as the reference: the dropout masks must fall
+    where the reference's do (the block's own dropout modules, on the sublayer outputs)."""
+    p = block.addnorm1.dropout.p
     block.train()
     case = f"X of shape (2, 6, 16) with valid_lens [6, 3], dropout {p}, train mode, the same " \
            "random seed as the reference"
@@ -341,7 +396,7 @@ def check_pre_norm_block(cls):
         with seeded(7):
             expected = _reference_pre_norm(block, X, valid_lens)
         if is_close(out, expected, atol=1e-4, rtol=1e-4):
-            return None
+            return
         for mistake, what in _dropout_mistakes(block):
             with seeded(7):
                 alternative = mistake(X, valid_lens)
@@ -350,4 +405,3 @@ def check_pre_norm_block(cls):
         expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
                      hint="in train mode the dropouts must sit on the sublayer outputs, with "
                           "the block's own rate: " + _FORMULA)
-    return None
