@@ -394,3 +394,37 @@ def test_round4_sdpa_names_per_query_lengths_reduced_to_one_per_sequence():
     rejects(checks.check_scaled_dot_product_attention, r4.W_16_per_query_lens_as_per_seq,
             "the largest of its per-query lengths", "a 2-D valid_lens of shape (batch, "
             "num_queries) gives every query its own length")
+
+
+# -- Round 5 red team (tests/checker_redteam/round5_ch03_*.py): holes and messages ---------
+
+ROUND5_MASKED_SOFTMAX_MESSAGES = {
+    # a valid length above the number of keys: nothing is masked, the lengths stay
+    "W_19_valid_lens_mutated": ["valid_lens [7, 2]", "changed its argument `valid_lens`"],
+    "W_26_one_hot_mask_breaks_above_n": ["num_classes",
+                                         "a valid length may exceed the number of keys"],
+    # float16 without a mask keeps float16
+    "W_28_none_path_float32": ["valid_lens None", "expected torch.float16"],
+}
+
+ROUND5_SDPA_MESSAGES = {
+    "W_18_view_needs_contiguous": ["not contiguous in memory", "batched products"],
+    "W_25_none_path_float32": ["valid_lens None", "expected torch.float64"],
+    "W_26_float64_computed_in_float32": ["float64", "expected torch.float64"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND5_MASKED_SOFTMAX_MESSAGES)
+def test_round5_masked_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round5_ch03_masked_softmax as r5
+
+    rejects(checks.check_masked_softmax, vars(r5)[name],
+            *ROUND5_MASKED_SOFTMAX_MESSAGES[name])
+
+
+@pytest.mark.parametrize("name", ROUND5_SDPA_MESSAGES)
+def test_round5_sdpa_messages_point_at_the_fault(name):
+    from checker_redteam import round5_ch03_sdpa as r5
+
+    rejects(checks.check_scaled_dot_product_attention, vars(r5)[name],
+            *ROUND5_SDPA_MESSAGES[name])

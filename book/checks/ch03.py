@@ -91,10 +91,31 @@ def _masked_softmax_cases_round4():
         # round (2049 -> 2048, 4099 -> 4100).
         ("float16 X of shape (1, 2, 4100), valid_lens [[2049, 4100]] (lengths above 2048)",
          torch.randn(1, 2, 4100, generator=g).half(), torch.tensor([[2049, 4100]])),
+        *_masked_softmax_cases_round5(),
+    ]
+
+
+def _masked_softmax_cases_round5():
+    """Cases added after red-team round 5: valid lengths above the number of keys (nothing
+    is masked; the lengths must come back unchanged) and float16 without a mask."""
+    g = torch.Generator().manual_seed(35)
+    return [
+        ("X of shape (2, 3, 5), valid_lens [7, 2] (a length above the 5 keys: every key is "
+         "valid)", torch.randn(2, 3, 5, generator=g), torch.tensor([7, 2])),
+        ("X of shape (2, 2, 4), valid_lens [[9, 0], [4, 6]] (lengths above the 4 keys)",
+         torch.randn(2, 2, 4, generator=g), torch.tensor([[9, 0], [4, 6]])),
+        ("float16 X = 2 * randn(2, 3, 5), valid_lens None (no mask)",
+         (2 * torch.randn(2, 3, 5, generator=g)).half(), None),
+        ("float64 X of shape (2, 3, 5), valid_lens None (no mask)",
+         torch.randn(2, 3, 5, generator=g, dtype=torch.float64), None),
     ]
 
 
 def _fill_overflow_hint(error):
+    if "num_classes" in str(error):
+        return ("a valid length may exceed the number of keys (then every key is valid): "
+                "one_hot (or an index of that size) cannot hold it. Compare positions "
+                "instead: torch.arange(num_keys) < valid_lens[..., None].")
     if "overflow" in str(error):
         return ("your fill value does not fit in float16 (its range ends near -65504): use "
                 "torch.finfo(X.dtype).min, which fits every dtype.")
@@ -107,6 +128,15 @@ def _fill_overflow_hint(error):
                 "torch.arange(X.shape[-1]), broadcast against valid_lens[:, None, None] "
                 "(one length per sequence) or valid_lens[..., None] (one per query).")
     return None
+
+
+def _sdpa_error_hint(error):
+    if "view size is not compatible" in str(error):
+        return ("queries, keys or values may be a view that is not contiguous in memory (a "
+                "transpose, as head splitting gives): .view() cannot flatten it. Keep the "
+                "batch axis and use batched products, torch.bmm(queries, keys.transpose(1, "
+                "2)) or @, or use .reshape() instead of .view().")
+    return _fill_overflow_hint(error)
 
 
 def _lens_unchanged(given, valid_lens, name, case):
@@ -334,6 +364,37 @@ def _attention_cases():
         ("queries (2, 3, 4), keys (2, 5, 4) whose padded keys score about 1.8e4 (higher than "
          "every valid key), values (2, 5, 5) (as many values as keys, value size 5), "
          "valid_lens [3, 2]", *_padding_wins(g), torch.tensor([3, 2]), 1e-5),
+        *_attention_cases_round5(),
+    ]
+
+
+def _attention_cases_round5():
+    """Cases added after red-team round 5 (their own generator: the data above stays)."""
+    g = torch.Generator().manual_seed(45)
+
+    def qkv(dtype=torch.float32):
+        return [torch.randn(2, n, dd, generator=g).to(dtype) for n, dd in ((3, 8), (5, 8),
+                                                                           (5, 4))]
+
+    def transposed(b, n, dd):
+        return torch.randn(b, dd, n, generator=g).transpose(1, 2)
+
+    return [
+        ("float64 queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4), valid_lens [2, 4]",
+         *qkv(torch.float64), torch.tensor([2, 4]), 1e-7),
+        ("float64 queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4), valid_lens None",
+         *qkv(torch.float64), None, 1e-7),
+        ("float16 queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4), valid_lens None",
+         *qkv(torch.half), None, 5e-3),
+        ("queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4), valid_lens [7, 2] (a length "
+         "above the 5 keys: every key is valid)", *qkv(), torch.tensor([7, 2]), 1e-5),
+        ("queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4), valid_lens [[9, 1, 5], "
+         "[0, 6, 3]] (lengths above the 5 keys)", *qkv(), torch.tensor([[9, 1, 5], [0, 6, 3]]),
+         1e-5),
+        ("queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4) that are transposed views, not "
+         "contiguous in memory (torch.randn(2, 8, 3).transpose(1, 2), as head splitting "
+         "gives), valid_lens [2, 4]", transposed(2, 3, 8), transposed(2, 5, 8),
+         transposed(2, 5, 4), torch.tensor([2, 4]), 1e-5),
     ]
 
 
@@ -382,7 +443,7 @@ def check_scaled_dot_product_attention(fn):
         given = [q.clone(), k.clone(), v.clone()]
         lens_given = None if valid_lens is None else valid_lens.clone()
         out = call(fn, *given, lens_given, name="scaled_dot_product_attention", case=case,
-                   hint_on_error=_fill_overflow_hint)
+                   hint_on_error=_sdpa_error_hint)
         _lens_unchanged(lens_given, valid_lens, "scaled_dot_product_attention", case)
         if isinstance(out, tuple):
             fail(f"scaled_dot_product_attention should return only the output tensor, got a "
