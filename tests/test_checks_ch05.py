@@ -241,3 +241,31 @@ def test_a_solution_that_reads_the_storage_as_contiguous_is_told_so():
     text = rejects(checks.check_transpose_qkv, through_storage, "not contiguous",
                    "use only reshape and permute")
     assert "right on a contiguous X with the same values" in text
+
+
+# -- Round 5 red team (tests/checker_redteam/round5_ch05_*.py; tests/test_checks_round4.py
+# runs every entry): the messages
+R5_QKV = {
+    "W_02_head_major": "The rows are ordered head by head",
+    "W_03_chunk_cat": "The rows are ordered head by head",
+}
+R5_OUTPUT = {
+    "W_11_mean_heads": "computes new values",
+}
+
+
+@pytest.mark.parametrize("name", R5_QKV)
+def test_check_transpose_qkv_round5_messages(name):
+    from checkers_support import _module
+
+    rejects(checks.check_transpose_qkv, getattr(_module("round5_ch05_transpose_qkv"), name),
+            R5_QKV[name])
+
+
+@pytest.mark.parametrize("name", R5_OUTPUT)
+def test_check_transpose_output_round5_messages(name):
+    from checkers_support import _module
+
+    rejects(checks.check_transpose_output,
+            getattr(_module("round5_ch05_transpose_output"), name), R5_OUTPUT[name],
+            "no mean, sum")

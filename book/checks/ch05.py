@@ -110,6 +110,37 @@ def _changed_values(out, X, what, case):
              "or an integer type rounds the values.")
 
 
+def _arithmetic(fn, X, num_heads, shape, what, case):
+    """Fail if `fn` on random values (same shape, seeded) returns values that are not
+    entries of its input: a mean or sum of entries can hit another coordinate, not this."""
+    g = torch.Generator().manual_seed(55)
+    R = torch.randn(X.shape, generator=g).to(X.dtype)
+    try:
+        out = fn(R, num_heads)
+    except Exception:  # the layout message that follows says enough
+        return
+    if not isinstance(out, torch.Tensor) or out.shape != shape:
+        return
+    new = ~torch.isin(out, R)
+    if new.any():
+        index = tuple(int(i) for i in new.nonzero()[0])
+        fail(f"{what} computes new values on {case}: with random values in X instead of "
+             f"coordinates, at index {index} it holds {float(out[index]):.4g}, which is "
+             "not an entry of X (a mean, sum or product of entries): it must only move the "
+             "entries, never combine them.",
+             "use only reshape and permute (or transpose): no mean, sum, repeat of a "
+             "reduced tensor, or arithmetic on the values.")
+
+
+_HEAD_MAJOR = ("The rows are ordered head by head (row i * batch + b holds head i of "
+               "example b), not example by example.")
+_HEAD_MAJOR_HINT = ("keep the batch axis first: .permute(0, 2, 1, 3) on (batch, n, "
+                    "num_heads, p) gives (batch, num_heads, n, p), so that the reshape to "
+                    "(batch * num_heads, n, p) puts the heads of one example together. "
+                    "permute(2, 0, 1, 3), or splitting and concatenating along the batch, "
+                    "orders them head by head.")
+
+
 @checker("transpose_qkv")
 def check_transpose_qkv(fn):
     """Check `fn(X, num_heads)`: (batch, n, num_hiddens) -> (batch * num_heads, n, p), on odd
@@ -136,9 +167,14 @@ def check_transpose_qkv(fn):
         expect_tensor(out, dtype=X.dtype, what="transpose_qkv(X, num_heads)", case=case)
         if not torch.equal(out, expected):
             _changed_values(out, X, "transpose_qkv(X, num_heads)", case)
+            _arithmetic(fn, X, num_heads, out.shape, "transpose_qkv(X, num_heads)", case)
             if how == ", not contiguous":
                 fail(_layout_message(out, expected, "transpose_qkv(X, num_heads)", case,
                                      _QKV_RULE + _STRIDED), _STRIDED_HINT)
+            head_major = expected.reshape(batch, num_heads, n, p).transpose(0, 1)
+            if torch.equal(out, head_major.reshape(batch * num_heads, n, p)):
+                fail(_layout_message(out, expected, "transpose_qkv(X, num_heads)", case,
+                                     _QKV_RULE + " " + _HEAD_MAJOR), _HEAD_MAJOR_HINT)
             fail(_layout_message(out, expected, "transpose_qkv(X, num_heads)", case, _QKV_RULE),
                  _QKV_HINT)
 
@@ -188,6 +224,8 @@ def check_transpose_output(fn):
             explain = ("(Z is the (batch, n, num_hiddens) tensor that transpose_qkv split "
                        "into these heads: transpose_output must give Z back, "
                        "transpose_output(transpose_qkv(Z, h), h) == Z.)")
+            _arithmetic(fn, heads, num_heads, out.shape, "transpose_output(X, num_heads)",
+                        case)
             if how == ", not contiguous":
                 fail(_layout_message(out, X, "transpose_output(X, num_heads)", case,
                                      explain + _STRIDED, name="Z"), _STRIDED_HINT)
