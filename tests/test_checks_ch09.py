@@ -513,3 +513,27 @@ def test_ch09_checkers_turn_a_crash_of_their_own_into_a_message():
         return [1.0], keys, torch.cat([past_values, v], 2)
 
     rejects(checks.check_attention_step, returns_lists, "should be a torch.Tensor")
+
+
+# -- Round 5 red team (tests/checker_redteam/round5_ch09_*.py) ------------------------------
+
+def test_top_p_round5_near_tie_and_mass_just_below_p():
+    from checker_redteam import round5_ch09_top_p as r5
+    rejects(checks.check_top_p_filter, r5.W_18_isclose_ties, "not tied with the last kept",
+            "no torch.isclose")
+    rejects(checks.check_top_p_filter, r5.W_22_margin_below_p_keep_first,
+            "0.599995, just below p", "no safety margin")
+
+
+def test_top_p_round5_arithmetic_on_minus_inf_is_named():
+    from checker_redteam import round5_ch09_top_p as r5
+    rejects(checks.check_top_p_filter, r5.W_13_centre_logits_first,
+            "arithmetic that mixes them")
+
+
+def test_attention_step_round5_messages_name_the_fault():
+    from checker_redteam import round5_ch09_attention_step as r5
+    rejects(checks.check_attention_step, r5.W_17_nan_to_num_softmax,
+            "exp() overflowed to inf")
+    rejects(checks.check_attention_step, r5.W_18_caches_scaled_keys,
+            "the cached keys are scaled", "must hold k itself")

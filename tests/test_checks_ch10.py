@@ -460,3 +460,13 @@ def test_alibi_nan_anywhere_else_keeps_the_general_message():
 
     text = rejects(checks.check_alibi_bias, nan_on_the_diagonal, "contains NaN")
     assert "above the diagonal" not in text
+
+
+# -- Round 5 red team (tests/checker_redteam/round5_ch10_*.py) ------------------------------
+
+def test_alibi_round5_plus_inf_above_the_diagonal_and_integer_slopes():
+    from checker_redteam import round5_ch10_alibi as r5
+    rejects(checks.check_alibi_bias, r5.W_21_plus_inf_above_diagonal,
+            "+inf above the diagonal", "a finite number or -inf")
+    rejects(checks.check_alibi_bias, r5.W_17_integer_slope_exponent,
+            "8 // 16 (integer division)")

@@ -324,3 +324,13 @@ def test_grouped_query_attention_round4_messages():
             "use .reshape")
     rejects(check_grouped_query_attention, r4.W_22_repeated_kv_cached_by_shape,
             "an earlier call with the same shapes")
+
+
+# -- Round 5 red team (tests/checker_redteam/round5_ch11_*.py) ------------------------------
+
+def test_online_softmax_round5_max_per_query_is_named():
+    from checker_redteam import round5_ch11_online_softmax as r5
+    for fn in (r5.W_11_one_max_for_everything, r5.W_22_max_per_batch_not_per_query):
+        rejects(check_online_softmax_attention, fn, "one per query")
+    rejects(check_online_softmax_attention, r5.W_26_causal_by_multiplying_after_exp,
+            "Mask with -inf before the max")

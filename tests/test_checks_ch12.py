@@ -462,3 +462,33 @@ def test_unpatchify_round4_wrong_patch_count_whose_total_divides():
     from checker_redteam.round4_ch12_unpatchify import W_19_channels_from_total_size
     rejects(checks.check_unpatchify, W_19_channels_from_total_size, "instead of an error",
             "12 patches of 2 x 2, but 3 were given")
+
+
+# -- Round 5 red team (tests/checker_redteam/round5_ch12_*.py; tests/test_checks_round4.py
+# runs every W_, C_ and O_ entry) --------------------------------------------------------
+
+def test_unpatchify_round5_class_token_is_not_a_patch():
+    from checker_redteam.round5_ch12_unpatchify import W_19_strips_class_token
+    rejects(checks.check_unpatchify, W_19_strips_class_token, "instead of an error",
+            "16 patches of 2 x 2, but 17 were given")
+
+
+def test_round5_swapped_height_and_width_labels_are_rejected():
+    from checker_redteam.round5_ch12_patchify import W_21_message_labels_swapped
+    from checker_redteam.round5_ch12_unpatchify import W_18_message_labels_swapped
+    rejects(checks.check_patchify, W_21_message_labels_swapped,
+            "the message names the width, but it is the height that is wrong",
+            'e.g. "height 9 is not')
+    rejects(checks.check_unpatchify, W_18_message_labels_swapped,
+            "the message names the width, but it is the height that is wrong")
+
+
+def test_round5_message_examples_name_the_size_that_is_wrong():
+    from checker_redteam.round5_ch12_patchify import W_18_message_always_names_height
+    from checker_redteam.round5_ch12_unpatchify import (
+        W_13_message_names_wrong_number, W_23_length_message_omits_length)
+    rejects(checks.check_patchify, W_18_message_always_names_height, 'e.g. "width 10 is')
+    rejects(checks.check_unpatchify, W_13_message_names_wrong_number,
+            'e.g. "6 patches were given')
+    rejects(checks.check_unpatchify, W_23_length_message_omits_length,
+            'e.g. "patches of length 6')

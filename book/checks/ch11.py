@@ -145,9 +145,16 @@ def _call_online(fn, Q, K, V, block, causal, case):
     large = Q.abs().max() * K.abs().max() > 100
     nan_hint = ("exp(-inf - (-inf)) is NaN: under the causal mask a query can see no key "
                 "of a block (and none so far), so its running max is still -inf. Subtract "
-                "a safe max, e.g. m_new.masked_fill(m_new == -inf, 0).") if causal else (
+                "a safe max, e.g. m_new.masked_fill(m_new == -inf, 0). A max that also "
+                "sees the hidden (future) keys, or one shared by several queries, gives "
+                "NaN too: every visible exp() underflows to 0, and 0 / 0 is NaN. Mask with "
+                "-inf before the max, and take one max per query, "
+                "s.amax(-1, keepdim=True).") if causal else (
         "exp() overflows (or every term underflows to 0) with scores this large: subtract "
-        "the running maximum (starting at -inf, not 0) before exp().")
+        "the running maximum (starting at -inf, not 0) before exp(), one per query: "
+        "s.amax(-1, keepdim=True), not one max for the whole batch or for all queries (a "
+        "max from another query's scores can leave every exp() of this query 0, and "
+        "0 / 0 is NaN).")
     if causal and isinstance(out, torch.Tensor) and out.shape[:2] == Q.shape[:2] and \
             torch.isnan(out[:, 0]).any() and not torch.isnan(out[:, 1:]).any() and \
             is_close(out[:, 1:], _attention(Q, K, V, True, strict=True)[:, 1:], 1e-4, 1e-3):
