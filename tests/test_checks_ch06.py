@@ -366,3 +366,62 @@ def test_a_stale_copy_is_refused_also_when_it_follows_the_table_partly():
 
     rejects(checks.check_learned_positional_encoding, HalfStale,
             "is not what the changed parameters give", args=(False,))
+
+
+# -- Round 5 red team (tests/checker_redteam/round5_ch06_learned_pe.py; tests/
+# test_checks_round4.py runs every entry with training): the messages, without training
+R5_MESSAGES = {
+    "W_07_shared_between_instances": "share the parameter `P`",
+    "W_12_dropout_keep_prob": "dropout=0.2) in train mode, X of shape (8, 20, 16) the kept "
+                              "entries are (X + P) times 5, the scaling of a dropout rate 0.8",
+    "W_15_dropout_whole_positions": "the features of a position are dropped together",
+    "W_16_dropout_mask_shared_by_batch": "the examples of the batch get the same dropout mask",
+    "W_17_dropout_mask_cached": "two calls on the same X drop the same entries",
+}
+
+
+@pytest.mark.parametrize("name", R5_MESSAGES)
+def test_round5_messages(name):
+    from checkers_support import _module
+
+    rejects(checks.check_learned_positional_encoding,
+            getattr(_module("round5_ch06_learned_pe"), name), R5_MESSAGES[name],
+            args=(False,))
+
+
+def _by_hand(mask_shape):
+    """Inverted dropout written by hand, with a keep-mask of `mask_shape(Z)`."""
+    def forward(self, X):
+        Z = X + self.P[:, : X.shape[1]]
+        p = self.dropout.p
+        if not self.training or p == 0:
+            return Z
+        return Z * (torch.rand(mask_shape(Z)) >= p) / (1 - p)
+    return type("ByHand", (Learned,), {"forward": forward})
+
+
+def test_accepts_a_hand_written_dropout():
+    """The dropout tests are statistical: a right dropout need not be nn.Dropout's stream."""
+    accepts(checks.check_learned_positional_encoding, _by_hand(lambda Z: Z.shape), False)
+
+
+def test_rejects_a_dropout_mask_shared_by_the_positions():
+    rejects(checks.check_learned_positional_encoding,
+            _by_hand(lambda Z: (Z.shape[0], 1, Z.shape[2])),
+            "the positions of a sequence get the same dropout mask", args=(False,))
+
+
+def test_the_dropout_tests_accept_right_masks_with_a_wide_margin():
+    """Over 200 seeds, independent masks at 0.5 and 0.2 stay below every bound even without
+    its 0.05 of slack for the observed rate."""
+    worst = -1.0
+    for seed in range(200):
+        torch.manual_seed(seed)
+        for p in ch06.DROPOUTS:
+            kept = torch.rand(2, 8, 20, 16) >= p
+            for a, b in ((kept[0], kept[1]), (kept[0, 0::2], kept[0, 1::2]),
+                         (kept[0, ..., 0::2], kept[0, ..., 1::2]),
+                         (kept[0, :, 0::2], kept[0, :, 1::2])):
+                agree, most = ch06._agreement(a, b)
+                worst = max(worst, agree - (most - 0.05))
+    assert worst < 0.0

@@ -19,8 +19,12 @@ message is the same on every run):
    160, so every entry of every position's vector can be learned on its own (one scale times
    the sinusoid has rank 1, one scalar per position rank 10); and the output follows a
    change of the parameters (no copy of the table kept from an earlier call);
-5. in train mode with dropout 0.5, every entry is 0 or (X + E) / (1 - 0.5), and about half
-   are 0: dropout on the sum, at the given rate (the placement the exercise asks for);
+5. in train mode with dropout 0.5 and 0.2, every entry is 0 or (X + E) / (1 - p), a share
+   p of them 0: dropout on the sum, at the given rate (the placement the exercise asks
+   for); and the keep-masks of two calls, of two examples, of two features and of two
+   positions agree no more often than independent draws (Hoeffding bound, a right dropout,
+   nn.Dropout or hand-written, fails with probability below 1e-9 per test): no mask
+   reused between calls, shared by the batch, or dropping whole position vectors;
 6. (train=True) the encoding helps: the chapter's reversal model with it reverses at least
    30 points more positions than the best any model blind to order can do (33.7%,
    computed exactly by book.selfattention.best_order_blind_accuracy).
@@ -41,8 +45,8 @@ from ._core import call, checker, expect_tensor, fail, seeded
 # (the best possible without positions is 33.7%).
 TASK = REVERSAL
 MARGIN = 0.30  # the learned encoding must be right on at least 30 points more positions
-DROPOUT = 0.5
-SE_TOLERANCE = 5.5  # the dropout share may differ from DROPOUT by 5.5 standard errors
+DROPOUTS = (0.5, 0.2)  # the rates tried in train mode
+SE_TOLERANCE = 5.5  # the dropout share may differ from the rate by 5.5 standard errors
 
 
 def _order_model(pos_encoding_class, seed=0):
@@ -293,12 +297,19 @@ def _storages(module):
 
 
 def _expect_own_parameters(cls, module, d):
-    """Two instances must not share a parameter (a class attribute or a module cache)."""
+    """Two instances must not share a parameter (a class attribute or a module cache):
+    `module` against a second instance, and a third built right after the second with the
+    same arguments (a single class-level slot, replaced when the shape changes)."""
     other = _make(cls, "a second cls(num_hiddens=16, dropout=0.0, max_len=50)", d, 0.0,
                   max_len=50)
-    shared = set(_storages(module)) & set(_storages(other))
+    third = _make(cls, "a third cls(num_hiddens=16, dropout=0.0, max_len=50)", d, 0.0,
+                  max_len=50)
+    for first, second in ((module, other), (other, third)):
+        shared = set(_storages(first)) & set(_storages(second))
+        if shared:
+            break
     if shared:
-        name = _storages(module)[min(shared)]
+        name = _storages(first)[min(shared)]
         fail("two instances of your class, cls(16, 0.0, max_len=50) built twice, share "
              f"the parameter `{name}`: training one model would change the other, and "
              "every model would start from the same table whatever its seed.",
@@ -368,8 +379,66 @@ def _expect_current_parameters(cls, module, d):
 
 
 def _check_dropout(cls, d):
-    """Train mode, dropout 0.5: every entry is 0 or (X + E) / 0.5, about half of them 0."""
-    p = DROPOUT
+    """Train mode at two rates (0.5 and 0.2, so that a rate read as the keep probability
+    shows): every entry is 0 or (X + E) / (1 - p), a share p of them 0, the mask drawn anew
+    for every entry and every call."""
+    for p in DROPOUTS:
+        _check_dropout_at(cls, d, p)
+
+
+def _agreement(a, b):
+    """Share of entries where two keep-masks agree, and the most a share of independent
+    draws (each entry kept with the observed rate) reaches but with probability < 1e-9."""
+    keep = torch.cat([a.reshape(-1), b.reshape(-1)]).double().mean().item()
+    expected = keep ** 2 + (1 - keep) ** 2
+    # Hoeffding's bound, plus 0.05 for the error of the observed rate
+    margin = math.sqrt(math.log(1e9) / (2 * a.numel())) + 0.05
+    return (a == b).double().mean().item(), expected + margin
+
+
+def _expect_independent_masks(module, X, kept, kept_again, p, case):
+    """Dropout decides every entry on its own: the masks of two calls, of two examples of
+    the batch, of two features and of two positions agree only as often as independent
+    draws do (a share p**2 + (1 - p)**2)."""
+    d = X.shape[-1]
+    agree, most = _agreement(kept, kept_again)
+    if agree > most:
+        fail(f"on {case}, two calls on the same X drop the same entries ({agree:.0%} of "
+             f"the entries alike; independent draws agree on about "
+             f"{p ** 2 + (1 - p) ** 2:.0%}): "
+             "the dropout mask is drawn once and reused, so the same units are dropped at "
+             "every training step.",
+             "draw a new mask at every call: self.dropout = nn.Dropout(dropout) does; keep "
+             "no mask between calls.")
+    agree, most = _agreement(kept[0::2], kept[1::2])
+    if agree > most:
+        fail(f"on {case}, the examples of the batch get the same dropout mask ({agree:.0%} "
+             f"of the entries alike between examples; independent draws agree on about "
+             f"{p ** 2 + (1 - p) ** 2:.0%}): dropout must decide every entry on its own.",
+             "apply nn.Dropout(dropout) to the whole (batch, n, num_hiddens) sum, not a "
+             "mask of shape (1, n, num_hiddens) broadcast over the batch.")
+    agree, most = _agreement(kept[..., 0::2], kept[..., 1::2])
+    if agree > most:
+        whole = (~kept).all(-1).double().mean().item()
+        fail(f"on {case}, the features of a position are dropped together: in {whole:.0%} "
+             f"of the positions all {d} features are 0 (independent dropout of each entry: "
+             f"{p ** d:.0e}). Dropout must decide every entry on its own, not whole "
+             "position vectors.",
+             "apply nn.Dropout(dropout) to the sum X + P[:, :n] itself, not a mask of "
+             "shape (batch, n, 1).")
+    agree, most = _agreement(kept[:, 0::2], kept[:, 1::2])
+    if agree > most:
+        fail(f"on {case}, the positions of a sequence get the same dropout mask "
+             f"({agree:.0%} of the entries alike between positions; independent draws "
+             f"agree on about {p ** 2 + (1 - p) ** 2:.0%}): dropout must decide every "
+             "entry on its own.",
+             "apply nn.Dropout(dropout) to the sum X + P[:, :n] itself, not a mask of "
+             "shape (batch, 1, num_hiddens).")
+
+
+def _check_dropout_at(cls, d, p):
+    """Train mode, dropout p: every entry is 0 or (X + E) / (1 - p), a share p of them 0,
+    drawn independently."""
     case = f"cls(16, dropout={p}) in train mode, X of shape (8, 20, 16)"
     module = _make(cls, f"cls(16, dropout={p}, max_len=50)", d, p, max_len=50)
     g = torch.Generator().manual_seed(66)
@@ -379,6 +448,7 @@ def _check_dropout(cls, d):
                      f"eval mode, dropout={p}")
         E2 = _forward(module, torch.zeros(1, 20, d), "the same, again")
         Y = _forward(module.train(), X, case)
+        Y_again = _forward(module, X, f"the same X again, dropout={p}, train mode")
     if not torch.equal(E, E2):
         fail(f"in eval mode your encoding with dropout={p} gives different outputs for the "
              "same input: dropout must be off in eval mode.",
@@ -386,12 +456,15 @@ def _check_dropout(cls, d):
     Z, scale = X + E, 1 / (1 - p)
     if _one_of(Y, [torch.zeros_like(Z), Z * scale]):
         dropped = (Y == 0).double().mean().item()
+        if 0.02 < dropped < 0.98:
+            _expect_independent_masks(module, X, Y != 0, Y_again != 0, p, case)
         se = math.sqrt(p * (1 - p) / Y.numel())
         if abs(dropped - p) <= SE_TOLERANCE * se:
             return
         fail(f"on {case}, {dropped:.1%} of the entries are dropped (0); expected "
              f"{p:.0%} (tolerance {SE_TOLERANCE} standard errors, {SE_TOLERANCE * se:.1%}).",
-             "use the dropout argument as the rate: nn.Dropout(dropout).")
+             "use the dropout argument as the rate (the share dropped): "
+             "nn.Dropout(dropout), not nn.Dropout(1 - dropout).")
     if torch.allclose(Y, Z, atol=1e-5):
         fail(f"on {case} no entry is dropped: your forward applies no dropout in train mode.",
              "the exercise asks forward to add the position vectors and apply dropout: "
@@ -401,7 +474,8 @@ def _check_dropout(cls, d):
     if _one_of(Y, [torch.zeros_like(Z), Z * ratio], atol=1e-4) and abs(ratio - scale) > 1e-3:
         fail(f"on {case} the kept entries are (X + P) times {ratio:.3g}, the scaling of a "
              f"dropout rate {1 - 1 / ratio:.2g}, not the dropout argument {p}.",
-             "pass the constructor's dropout argument to nn.Dropout; do not fix the rate.")
+             "pass the constructor's dropout argument to nn.Dropout as the rate (the share "
+             "dropped, not kept); do not fix the rate.")
     if _one_of(Y, [X, X + E * scale]):
         fail(f"on {case} dropout acts on the position vectors only (X + dropout(P)).",
              "apply dropout to the sum: dropout(X + P[:, :n]), as PositionalEncoding does.")
