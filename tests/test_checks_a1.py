@@ -265,3 +265,21 @@ def test_every_chunks_weights_kept_is_caught_by_the_peak_memory():
 def test_a_product_summed_over_d_is_named():
     rejects(checks.check_chunked_attention, product_summed_over_d,
             "summed over d holds d times the scores")
+
+
+# -- Round 5 red team (tests/checker_redteam/round5_a1_chunked.py) --------------------------
+
+ROUND5_MESSAGES = {
+    # .view() on transposed (non-contiguous) K and V
+    "W_20_view_flattens_keys": ["not contiguous in memory", "Use .reshape()"],
+    # .squeeze() drops the size-1 chunk axis at chunk_size=1
+    "W_21_squeeze_habit": ["chunk_size=1", ".squeeze() without a dim"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND5_MESSAGES)
+def test_round5_messages_point_at_the_fault(name):
+    from checker_redteam import round5_a1_chunked as r5
+
+    text = rejects(checks.check_chunked_attention, vars(r5)[name], *ROUND5_MESSAGES[name])
+    assert "the last chunk may be shorter" not in text

@@ -263,3 +263,15 @@ def test_round4_book_kernel_regression_is_back_after_the_check():
     nadaraya_watson, epanechnikov = kr.nadaraya_watson, kr.epanechnikov
     rejects(checks.check_epanechnikov_pool, r4.S_01_calls_book_nadaraya_watson)
     assert kr.nadaraya_watson is nadaraya_watson and kr.epanechnikov is epanechnikov
+
+
+# -- Round 5 red team (tests/checker_redteam/round5_ch02_epanechnikov.py) -------------------
+
+def test_round5_unguarded_output_division_is_named():
+    # the weights are guarded, the outputs divide by the raw sum: NaN in the returned
+    # outputs, nothing was replaced afterwards
+    from checker_redteam import round5_ch02_epanechnikov as r5
+
+    text = rejects(checks.check_epanechnikov_pool, r5.W_26_output_from_unguarded_division,
+                   "the outputs contain NaN", "also the one that gives the outputs")
+    assert "replaced afterwards" not in text

@@ -231,3 +231,14 @@ def test_the_attention_class_is_restored_after_the_check():
     rejects(checks.check_bahdanau_step, _round4("S_02_class_forward_unbound"))
     assert AdditiveAttention.__dict__["forward"] is forward
     assert "passed" in checks.check_bahdanau_step(step)
+
+
+# -- Round 5 red team (tests/checker_redteam/round5_ch04_bahdanau.py) -----------------------
+
+def test_round5_leftover_dropout_is_named():
+    # F.dropout on the weights (training=True by default): two calls differ
+    from checker_redteam import round5_ch04_bahdanau as r5
+
+    text = rejects(checks.check_bahdanau_step, r5.W_08_functional_dropout,
+                   "two calls on the same inputs give different results", "dropout")
+    assert "torch.cat([context, embedding])" not in text

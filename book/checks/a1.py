@@ -127,7 +127,17 @@ def _largest_chunk(fn, n, chunk, g):
          f"at once (chunk_size x num_keys = {chunk} x {n} = {chunk * n} per example).", hint)
 
 
-def _chunks_hint(error):
+def _chunks_hint(error, chunk=None):
+    if "view size is not compatible" in str(error):
+        return ("Q, K or V may be a view that is not contiguous in memory (a transpose, as "
+                "head splitting makes): .view() cannot flatten it. Use .reshape(), or better, "
+                "keep the batch axis and use batched products (Q[:, i:i + chunk_size] @ "
+                "K.transpose(1, 2)) without flattening.")
+    if chunk == 1 and ("must match the size" in str(error)
+                       or "invalid for input" in str(error)):
+        return ("with chunk_size=1 each chunk's queries axis has size 1: .squeeze() without "
+                "a dim drops it (and the batch axis of a batch of one). Keep every axis: "
+                "Q[:, i:i + chunk_size] is (batch, chunk, d) with chunk = 1.")
     if "must match the existing size" in str(error):
         return ("the output has value_dim = V.shape[-1] columns, not d = Q.shape[-1]: "
                 "allocate it as Q.new_empty(batch, num_queries, V.shape[-1]), or collect the "
@@ -159,13 +169,25 @@ def check_chunked_attention(fn):
          torch.float64),
         ("float16 inputs: batch 2, 9 queries, 7 keys, d=4, chunk_size=4", 2, 9, 7, 4, 4, 1.0,
          torch.float16)]
-    for case, batch, n_q, n_k, d, chunk, scale, dtype in cases:
-        Q = (scale * torch.randn(batch, n_q, d, generator=g)).to(dtype)
-        K = (scale * torch.randn(batch, n_k, d, generator=g)).to(dtype)
-        V = torch.randn(batch, n_k, 5, generator=g).to(dtype)
+    # Added after red-team round 5: transposed views (the layout head splitting gives),
+    # which .view() cannot flatten; from their own generator, so the data above stays.
+    g5 = torch.Generator().manual_seed(5)
+    cases = [c + (False,) for c in cases] + [
+        ("Q, K and V that are transposed views, not contiguous in memory "
+         "(torch.randn(2, 4, 7).transpose(1, 2)): batch 2, 7 queries, 9 keys, d=4, "
+         "chunk_size=3", 2, 7, 9, 4, 3, 2.0, torch.float32, True)]
+    for case, batch, n_q, n_k, d, chunk, scale, dtype, strided in cases:
+        if strided:
+            Q = 2.0 * torch.randn(batch, d, n_q, generator=g5).transpose(1, 2)
+            K = 2.0 * torch.randn(batch, d, n_k, generator=g5).transpose(1, 2)
+            V = torch.randn(batch, 5, n_k, generator=g5).transpose(1, 2)
+        else:
+            Q = (scale * torch.randn(batch, n_q, d, generator=g)).to(dtype)
+            K = (scale * torch.randn(batch, n_k, d, generator=g)).to(dtype)
+            V = torch.randn(batch, n_k, 5, generator=g).to(dtype)
         given = [Q.clone(), K.clone(), V.clone()]
         out = call(fn, *given, chunk, name="chunked_attention", case=case,
-                   hint_on_error=_chunks_hint)
+                   hint_on_error=lambda error, chunk=chunk: _chunks_hint(error, chunk))
         if isinstance(out, (list, tuple)):
             if any(isinstance(o, torch.Tensor) and tuple(o.shape) == (batch, n_q, 5)
                    for o in out):

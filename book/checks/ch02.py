@@ -117,6 +117,19 @@ def check_epanechnikov_pool(fn):
                  f"{queries[rows].tolist()}.",
                  _EMPTY_HINT if bool(empty[rows].all()) else
                  "NaN came from a query whose window holds keys: look for 0/0 or inf - inf.")
+        if divisions.seen and isinstance(outputs, torch.Tensor) \
+                and outputs.is_floating_point() and bool(torch.isnan(outputs).any()):
+            rows = torch.isnan(outputs.reshape(len(outputs), -1)).any(dim=-1) \
+                if outputs.dim() and len(outputs) == n_q else None
+            where = (f", for the queries {[round(x, 4) for x in queries[rows].tolist()]}"
+                     if rows is not None else "")
+            fail(f"the outputs contain NaN on {case}{where}: a division inside "
+                 "epanechnikov_pool gave 0/0 (a query with no key in its window has kernel "
+                 "sum 0).",
+                 "guard every division by the kernel sum, also the one that gives the "
+                 "outputs: divide by total.clamp_min(tiny), or by torch.where(total > 0, "
+                 "total, 1), or compute the outputs as weights @ values from the guarded "
+                 "weights.")
         if divisions.seen:
             fail(f"a division inside epanechnikov_pool gave NaN (0/0) on {case}, and the NaN "
                  "was replaced afterwards (nan_to_num, or torch.where on the result).",
