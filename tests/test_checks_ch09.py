@@ -515,7 +515,7 @@ def test_ch09_checkers_turn_a_crash_of_their_own_into_a_message():
     rejects(checks.check_attention_step, returns_lists, "should be a torch.Tensor")
 
 
-# -- Round 5 red team (tests/checker_redteam/round5_ch09_*.py) ------------------------------
+# -- Round 5 red team (tests/checker_redteam/round5_ch09_*.py) -----------------------------
 
 def test_top_p_round5_near_tie_and_mass_just_below_p():
     from checker_redteam import round5_ch09_top_p as r5

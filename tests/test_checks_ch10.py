@@ -462,7 +462,7 @@ def test_alibi_nan_anywhere_else_keeps_the_general_message():
     assert "above the diagonal" not in text
 
 
-# -- Round 5 red team (tests/checker_redteam/round5_ch10_*.py) ------------------------------
+# -- Round 5 red team (tests/checker_redteam/round5_ch10_*.py) -----------------------------
 
 def test_alibi_round5_plus_inf_above_the_diagonal_and_integer_slopes():
     from checker_redteam import round5_ch10_alibi as r5

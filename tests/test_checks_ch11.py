@@ -326,7 +326,7 @@ def test_grouped_query_attention_round4_messages():
             "an earlier call with the same shapes")
 
 
-# -- Round 5 red team (tests/checker_redteam/round5_ch11_*.py) ------------------------------
+# -- Round 5 red team (tests/checker_redteam/round5_ch11_*.py) -----------------------------
 
 def test_online_softmax_round5_max_per_query_is_named():
     from checker_redteam import round5_ch11_online_softmax as r5

@@ -578,11 +578,11 @@ def _run_steps(fn, sequences, case, tol, start=0):
                 zero = ((out.double().abs().amax(-1) == 0)
                         & (expected[s][:, :, t:t + 1].abs().amax(-1) > 0))
                 if scores.max() > limit and zero.any():
-                    hint = (f"your output is 0 where a score exceeds {limit} (here up to "
-                            f"{scores.max().item():.4g}): exp() overflowed to inf, inf / inf "
-                            "is NaN, and something (nan_to_num?) turned it into 0. Subtract "
-                            "each row's maximum score before exp, or use torch.softmax, "
-                            "which does.")
+                    hint = (f"your output is 0 where a score exceeds {limit} (here up "
+                            f"to {scores.max().item():.4g}): exp() overflowed to inf, "
+                            "inf / inf is NaN, and something (nan_to_num?) turned it into "
+                            "0. Subtract each row's maximum score before exp, or use "
+                            "torch.softmax, which does.")
                 if owned and hint.startswith("compute softmax"):
                     hint = OWN_CACHE_HINT
                 fail(f"the output is wrong on {where}: at index {where_max} expected "

@@ -339,9 +339,9 @@ def _check_alibi_case(fn, h, n, earlier=()):
         if torch.isposinf(bias[:, ~below]).any():
             fail(f"alibi_bias has +inf above the diagonal (keys j > i) on {case}.",
                  "fill the entries the causal mask hides with a finite number or -inf, not "
-                 "+inf: a mask that is added to the scores (scores + bias + mask, or a float "
-                 "attn_mask) gives (+inf) + (-inf) = NaN there, and one NaN score makes its "
-                 "whole softmax row NaN.")
+                 "+inf: a mask that is added to the scores (scores + bias + mask, or a "
+                 "float attn_mask) gives (+inf) + (-inf) = NaN there, and one NaN score "
+                 "makes its whole softmax row NaN.")
     expect_tensor(bias, (h, n, n), what="alibi_bias's output", case=case, hint=hint)
     if bias.dtype != torch.float32:
         fail(f"alibi_bias's output has dtype {bias.dtype} on {case}; expected torch.float32, "
@@ -406,7 +406,7 @@ def check_alibi_bias(fn):
     """Check `fn(num_heads, n)`: a float32 (num_heads, n, n) tensor whose entry [h, i, j],
     for keys j <= i, is -m_h (i - j) with the ALiBi paper's slopes m_h, exactly as the
     exercise defines it (0 on the diagonal); entries above the diagonal (masked) are not
-    checked, but must not be NaN or +inf. Head counts that are powers of 2 and others, n from 1 to
-    300, and one head count again with a larger n."""
+    checked, but must not be NaN or +inf. Head counts that are powers of 2 and others, n
+    from 1 to 300, and one head count again with a larger n."""
     for number, (h, n) in enumerate(_ALIBI_CASES):
         _check_alibi_case(fn, h, n, earlier=_ALIBI_CASES[:number])
