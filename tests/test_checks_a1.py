@@ -267,7 +267,7 @@ def test_a_product_summed_over_d_is_named():
             "summed over d holds d times the scores")
 
 
-# -- Round 5 red team (tests/checker_redteam/round5_a1_chunked.py) --------------------------
+# -- Round 5 red team (tests/checker_redteam/round5_a1_chunked.py) -------------------------
 
 ROUND5_MESSAGES = {
     # .view() on transposed (non-contiguous) K and V

@@ -435,7 +435,7 @@ def test_round4_softmax_refuses_the_built_in_softmaxes():
         rejects(checks.check_softmax, vars(r4)[name], "your function calls")
 
 
-# -- Round 5 red team (tests/checker_redteam/round5_ch01_*.py): holes and messages --
+# -- Round 5 red team (tests/checker_redteam/round5_ch01_*.py): holes and messages ---------
 
 ROUND5_SOFTMAX_MESSAGES = {
     # a maximum without keepdim: wrong without an error on square inputs (the new cases)

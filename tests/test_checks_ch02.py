@@ -265,7 +265,7 @@ def test_round4_book_kernel_regression_is_back_after_the_check():
     assert kr.nadaraya_watson is nadaraya_watson and kr.epanechnikov is epanechnikov
 
 
-# -- Round 5 red team (tests/checker_redteam/round5_ch02_epanechnikov.py) -------------------
+# -- Round 5 red team (tests/checker_redteam/round5_ch02_epanechnikov.py) ------------------
 
 def test_round5_unguarded_output_division_is_named():
     # the weights are guarded, the outputs divide by the raw sum: NaN in the returned

@@ -233,7 +233,7 @@ def test_the_attention_class_is_restored_after_the_check():
     assert "passed" in checks.check_bahdanau_step(step)
 
 
-# -- Round 5 red team (tests/checker_redteam/round5_ch04_bahdanau.py) -----------------------
+# -- Round 5 red team (tests/checker_redteam/round5_ch04_bahdanau.py) ----------------------
 
 def test_round5_leftover_dropout_is_named():
     # F.dropout on the weights (training=True by default): two calls differ

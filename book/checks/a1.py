@@ -129,14 +129,15 @@ def _largest_chunk(fn, n, chunk, g):
 
 def _chunks_hint(error, chunk=None):
     if "view size is not compatible" in str(error):
-        return ("Q, K or V may be a view that is not contiguous in memory (a transpose, as "
-                "head splitting makes): .view() cannot flatten it. Use .reshape(), or better, "
-                "keep the batch axis and use batched products (Q[:, i:i + chunk_size] @ "
-                "K.transpose(1, 2)) without flattening.")
+        return ("Q, K or V may be a view that is not contiguous in memory (a transpose, "
+                "as head splitting makes): .view() cannot flatten it. Use .reshape(), or "
+                "better, keep the batch axis and use batched products "
+                "(Q[:, i:i + chunk_size] @ K.transpose(1, 2)) without flattening.")
     if chunk == 1 and ("must match the size" in str(error)
                        or "invalid for input" in str(error)):
-        return ("with chunk_size=1 each chunk's queries axis has size 1: .squeeze() without "
-                "a dim drops it (and the batch axis of a batch of one). Keep every axis: "
+        return ("with chunk_size=1 each chunk's queries axis has size 1: .squeeze() "
+                "without a dim drops it (and the batch axis of a batch of one). Keep every "
+                "axis: "
                 "Q[:, i:i + chunk_size] is (batch, chunk, d) with chunk = 1.")
     if "must match the existing size" in str(error):
         return ("the output has value_dim = V.shape[-1] columns, not d = Q.shape[-1]: "

@@ -17,7 +17,7 @@ _SOFTMAXES = [(torch, "softmax"), (torch, "log_softmax"),
               (torch.ops.aten, "_softmax"), (torch.ops.aten, "_log_softmax"),
               (torch.ops.aten, "softmax"), (torch.ops.aten, "log_softmax"),
               (torch.ops.aten, "special_softmax"),
-              (torch.ops.aten, "special_log_softmax")]  # F.softmax, nn.Softmax: via Tensor's
+              (torch.ops.aten, "special_log_softmax")]  # F.softmax, nn.Softmax: Tensor's
 
 
 def _softmax_cases():
@@ -55,7 +55,7 @@ def _softmax_cases_round5():
     maximum without keepdim broadcasts along the wrong axis without an error."""
     g = torch.Generator().manual_seed(15)
     square = torch.randn(4, 4, generator=g)
-    square[torch.arange(4), torch.tensor([2, 0, 3, 1])] += torch.tensor([6.0, 1.0, 9.0, 3.0])
+    square[torch.arange(4), torch.tensor([2, 0, 3, 1])] += torch.tensor([6.0, 1, 9, 3])
     return [
         ("a square (2, 2) matrix [[0, 1], [5, 0]] (rows with different maxima)",
          torch.tensor([[0.0, 1.0], [5.0, 0.0]])),
@@ -80,12 +80,13 @@ def _no_keepdim_hint(error):
         line = _failing_line(error)
         if "max" in line and "sum" not in line:
             return ("take the maximum over dim=-1 with keepdim=True (scores.amax(dim=-1, "
-                    "keepdim=True), or scores.max(dim=-1, keepdim=True).values), so that the "
-                    "(..., 1) maxima broadcast against the (..., n) scores; without keepdim "
-                    "they line up with the last axis (and, for a square input, subtract "
-                    "another row's maximum without an error).")
-        return ("reduce over dim=-1 with keepdim=True (the maximum and the sum), so that the "
-                "(..., 1) results broadcast against the (..., n) scores and exponentials.")
+                    "keepdim=True), or scores.max(dim=-1, keepdim=True).values), so that "
+                    "the (..., 1) maxima broadcast against the (..., n) scores; without "
+                    "keepdim they line up with the last axis (and, for a square input, "
+                    "subtract another row's maximum without an error).")
+        return ("reduce over dim=-1 with keepdim=True (the maximum and the sum), so that "
+                "the (..., 1) results broadcast against the (..., n) scores and "
+                "exponentials.")
     if "view size is not compatible" in str(error):
         return ("the input may be a view that is not contiguous in memory (a transpose, a "
                 "slice): .view() cannot flatten it. Use .reshape() instead, or better, "

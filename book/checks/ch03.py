@@ -389,11 +389,11 @@ def _attention_cases_round5():
         ("queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4), valid_lens [7, 2] (a length "
          "above the 5 keys: every key is valid)", *qkv(), torch.tensor([7, 2]), 1e-5),
         ("queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4), valid_lens [[9, 1, 5], "
-         "[0, 6, 3]] (lengths above the 5 keys)", *qkv(), torch.tensor([[9, 1, 5], [0, 6, 3]]),
-         1e-5),
-        ("queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4) that are transposed views, not "
-         "contiguous in memory (torch.randn(2, 8, 3).transpose(1, 2), as head splitting "
-         "gives), valid_lens [2, 4]", transposed(2, 3, 8), transposed(2, 5, 8),
+         "[0, 6, 3]] (lengths above the 5 keys)", *qkv(),
+         torch.tensor([[9, 1, 5], [0, 6, 3]]), 1e-5),
+        ("queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4) that are transposed views, "
+         "not contiguous in memory (torch.randn(2, 8, 3).transpose(1, 2), as head "
+         "splitting gives), valid_lens [2, 4]", transposed(2, 3, 8), transposed(2, 5, 8),
          transposed(2, 5, 4), torch.tensor([2, 4]), 1e-5),
     ]
 

@@ -193,18 +193,19 @@ def check_bahdanau_step(fn):
                  "output only.")
         if not (is_close(new_state, ref_state, atol=1e-5, rtol=1e-4)
                 and is_close(logits, ref_logits, atol=1e-5, rtol=1e-4)):
-            again = _without_shortcut(fn, decoder, token, state.clone(), enc_outputs.clone(),
-                                      valid_lens.clone(), case=case)
+            again = _without_shortcut(fn, decoder, token, state.clone(),
+                                      enc_outputs.clone(), valid_lens.clone(), case=case)
             if isinstance(again, (tuple, list)) and len(again) == 3 and all(
                     isinstance(t, torch.Tensor) and t.shape == u.shape
                     for t, u in zip(again, (logits, new_state))) \
-                    and not (torch.equal(again[0], logits) and torch.equal(again[1], new_state)):
+                    and not (torch.equal(again[0], logits)
+                             and torch.equal(again[1], new_state)):
                 fail(f"the new hidden_state is wrong on {case}, and two calls on the same "
                      "inputs give different results: your step is random.",
-                     "dropout with training=True (F.dropout's default) changes the weights or "
-                     "the context at random (so does anything drawn with torch.rand*): leave "
-                     "dropout out of this step, as the exercise says; the context is the "
-                     "masked softmax's weights @ enc_outputs.")
+                     "dropout with training=True (F.dropout's default) changes the weights "
+                     "or the context at random (so does anything drawn with torch.rand*): "
+                     "leave dropout out of this step, as the exercise says; the context is "
+                     "the masked softmax's weights @ enc_outputs.")
         expect_close(new_state, ref_state, what="the new hidden_state", case=case,
                      hint="the GRU's input is torch.cat([context, embedding], dim=-1), in "
                           "this order, shaped (batch, 1, hiddens + embed); the context is "
