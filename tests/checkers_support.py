@@ -75,6 +75,19 @@ def accepts(checker, fn, *args):
     return result
 
 
+def redteam_entries(module, kinds):
+    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
+    one of `kinds` (W_ wrong; C_, O_, Q_ right; S_ right output against the wording)."""
+    entries = vars(_module(module))
+    return [pytest.param(entries[name], id=name) for name in entries
+            if name[:2] in kinds and callable(entries[name])]
+
+
+def redteam_entry(module, name):
+    """The entry `name` of tests/checker_redteam/<module>."""
+    return vars(_module(module))[name]
+
+
 def redteam_files(round_name):
     """Every file of one red-team round, tests/checker_redteam/<round_name>_*.py, as
     (module name, checker): the checker is the one the file's CHECK names, in the module

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from book import checks
-from checkers_support import accepts, redteam, rejects
+from checkers_support import accepts, redteam, redteam_entries, redteam_entry, rejects
 
 
 def chunked_reference(Q, K, V, chunk_size):
@@ -170,45 +170,29 @@ def test_failure_message_names_the_case_and_the_values():
 
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
-def _round2(module, kinds):
-    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
-    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
-    from checkers_support import _module
-
-    entries = vars(_module(module))
-    return [pytest.param(entries[name], id=name) for name in entries
-            if name[:2] in kinds and callable(entries[name])]
-
-
-@pytest.mark.parametrize("fn", _round2("round2_a1_chunked", ("W_",)))
-def test_check_chunked_attention_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_a1_chunked", ("W_",)))
+def test_check_chunked_attention_rejectsredteam_entries(fn):
     rejects(checks.check_chunked_attention, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_a1_chunked", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_a1_chunked", ("C_", "O_", "Q_")))
 def test_check_chunked_attention_accepts_round2_right_solutions(fn):
     accepts(checks.check_chunked_attention, fn)
 
 
 # -- Round 3 red team (tests/checker_redteam/round3_a1_chunked.py) ---------------------------
 
-@pytest.mark.parametrize("fn", _round2("round3_a1_chunked", ("W_",)))
+@pytest.mark.parametrize("fn", redteam_entries("round3_a1_chunked", ("W_",)))
 def test_check_chunked_attention_rejects_round3(fn):
     rejects(checks.check_chunked_attention, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round3_a1_chunked", ("C_", "O_")))
+@pytest.mark.parametrize("fn", redteam_entries("round3_a1_chunked", ("C_", "O_")))
 def test_check_chunked_attention_accepts_round3_right_solutions(fn):
     accepts(checks.check_chunked_attention, fn)
 
 
 # -- Round 4 red team (tests/checker_redteam/round4_a1_chunked.py): the messages ------------
-
-def _round4(name):
-    from checkers_support import _module
-
-    return vars(_module("round4_a1_chunked"))[name]
-
 
 def keeps_every_chunks_weights(Q, K, V, chunk_size):
     """Keeps each chunk's weights in a list, never concatenated: every tensor it computes is
@@ -248,13 +232,13 @@ ROUND4_MESSAGES = {
 
 @pytest.mark.parametrize("name", ROUND4_MESSAGES)
 def test_check_chunked_attention_names_the_round4_faults(name):
-    rejects(checks.check_chunked_attention, _round4(name), *ROUND4_MESSAGES[name])
+    rejects(checks.check_chunked_attention, redteam_entry("round4_a1_chunked", name), *ROUND4_MESSAGES[name])
 
 
 def test_a_float64_chunk_with_named_temporaries_is_accepted():
     """O08: four live float64 chunk buffers still grow like chunk_size x n (it was rejected
     by the peak memory at chunk_size 64 with a hint that chunk_size was unused)."""
-    accepts(checks.check_chunked_attention, _round4("O_08_float64_manual_named"))
+    accepts(checks.check_chunked_attention, redteam_entry("round4_a1_chunked", "O_08_float64_manual_named"))
 
 
 def test_every_chunks_weights_kept_is_caught_by_the_peak_memory():

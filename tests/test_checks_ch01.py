@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from book import checks
-from checkers_support import accepts, redteam, rejects
+from checkers_support import accepts, redteam, redteam_entries, rejects
 
 
 def softmax_reference(scores):
@@ -355,32 +355,22 @@ def test_numpy_inputs_are_not_needed():
 
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
-def _round2(module, kinds):
-    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
-    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
-    from checkers_support import _module
-
-    entries = vars(_module(module))
-    return [pytest.param(entries[name], id=name) for name in entries
-            if name[:2] in kinds and callable(entries[name])]
-
-
-@pytest.mark.parametrize("fn", _round2("round2_ch01_softmax", ("W_",)))
-def test_check_softmax_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch01_softmax", ("W_",)))
+def test_check_softmax_rejectsredteam_entries(fn):
     rejects(checks.check_softmax, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch01_softmax", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch01_softmax", ("C_", "O_", "Q_")))
 def test_check_softmax_accepts_round2_right_solutions(fn):
     accepts(checks.check_softmax, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch01_topk", ("W_",)))
-def test_check_topk_attention_pool_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch01_topk", ("W_",)))
+def test_check_topk_attention_pool_rejectsredteam_entries(fn):
     rejects(checks.check_topk_attention_pool, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch01_topk", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch01_topk", ("C_", "O_", "Q_")))
 def test_check_topk_attention_pool_accepts_round2_right_solutions(fn):
     accepts(checks.check_topk_attention_pool, fn)
 

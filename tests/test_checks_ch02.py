@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from book import checks
-from checkers_support import accepts, redteam, rejects
+from checkers_support import accepts, redteam, redteam_entries, rejects
 
 
 def reference(queries, keys, values, width=1.0):
@@ -181,28 +181,18 @@ def test_failure_messages_name_the_input_and_the_values():
     assert "1 - u^2" in text
 
 
-def _round2(module, kinds):
-    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
-    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
-    from checkers_support import _module
-
-    entries = vars(_module(module))
-    return [pytest.param(entries[name], id=name) for name in entries
-            if name[:2] in kinds and callable(entries[name])]
-
-
-@pytest.mark.parametrize("fn", _round2("round2_ch02_epan", ("W_",)))
-def test_check_epanechnikov_pool_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch02_epan", ("W_",)))
+def test_check_epanechnikov_pool_rejectsredteam_entries(fn):
     rejects(checks.check_epanechnikov_pool, fn)
 
 
-@pytest.mark.parametrize("fn", [p for p in _round2("round2_ch02_epan", ("C_", "O_", "Q_"))
+@pytest.mark.parametrize("fn", [p for p in redteam_entries("round2_ch02_epan", ("C_", "O_", "Q_"))
                                 if p.id not in NAN_REPLACED])
 def test_check_epanechnikov_pool_accepts_round2_right_solutions(fn):
     accepts(checks.check_epanechnikov_pool, fn)
 
 
-@pytest.mark.parametrize("fn", [p for p in _round2("round2_ch02_epan", ("Q_",))
+@pytest.mark.parametrize("fn", [p for p in redteam_entries("round2_ch02_epan", ("Q_",))
                                 if p.id in NAN_REPLACED])
 def test_check_epanechnikov_pool_rejects_round2_nan_replaced(fn):
     rejects(checks.check_epanechnikov_pool, fn, "gave NaN (0/0)")
@@ -210,12 +200,12 @@ def test_check_epanechnikov_pool_rejects_round2_nan_replaced(fn):
 
 # -- Round 3 red team (tests/checker_redteam/round3_ch02_epan.py) -----------------------------
 
-@pytest.mark.parametrize("fn", _round2("round3_ch02_epan", ("W_",)))
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch02_epan", ("W_",)))
 def test_check_epanechnikov_pool_rejects_round3(fn):
     rejects(checks.check_epanechnikov_pool, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round3_ch02_epan", ("C_", "O_")))
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch02_epan", ("C_", "O_")))
 def test_check_epanechnikov_pool_accepts_round3_right_solutions(fn):
     accepts(checks.check_epanechnikov_pool, fn)
 

@@ -11,7 +11,7 @@ from d2l import torch as d2l
 from book import checks
 from book import attention
 from book.attention import DotProductAttention
-from checkers_support import accepts, redteam, rejects
+from checkers_support import accepts, redteam, redteam_entries, rejects
 
 # A copy of the reference with its own code: the masked_softmax checker refuses calls of
 # book.attention.masked_softmax itself (the exercise asks for one written from scratch), also
@@ -316,32 +316,22 @@ def test_failure_messages_name_the_input_and_say_where_to_look():
 
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
-def _round2(module, kinds):
-    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
-    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
-    from checkers_support import _module
-
-    entries = vars(_module(module))
-    return [pytest.param(entries[name], id=name) for name in entries
-            if name[:2] in kinds and callable(entries[name])]
-
-
-@pytest.mark.parametrize("fn", _round2("round2_ch03_masked", ("W_",)))
-def test_check_masked_softmax_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch03_masked", ("W_",)))
+def test_check_masked_softmax_rejectsredteam_entries(fn):
     rejects(checks.check_masked_softmax, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch03_masked", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch03_masked", ("C_", "O_", "Q_")))
 def test_check_masked_softmax_accepts_round2_right_solutions(fn):
     accepts(checks.check_masked_softmax, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch03_sdpa", ("W_",)))
-def test_check_scaled_dot_product_attention_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch03_sdpa", ("W_",)))
+def test_check_scaled_dot_product_attention_rejectsredteam_entries(fn):
     rejects(checks.check_scaled_dot_product_attention, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch03_sdpa", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch03_sdpa", ("C_", "O_", "Q_")))
 def test_check_scaled_dot_product_attention_accepts_round2_right_solutions(fn):
     accepts(checks.check_scaled_dot_product_attention, fn)
 

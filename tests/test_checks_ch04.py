@@ -8,7 +8,7 @@ import torch
 
 from book import checks
 from book.attention import masked_softmax
-from checkers_support import accepts, redteam, rejects
+from checkers_support import accepts, redteam, redteam_entries, redteam_entry, rejects
 
 
 def attention_weights(decoder, query, enc_outputs, enc_valid_lens, tanh=torch.tanh, mask=True):
@@ -165,33 +165,17 @@ def test_the_checker_leaves_the_attention_module_working():
 
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
-def _round2(module, kinds):
-    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
-    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
-    from checkers_support import _module
-
-    entries = vars(_module(module))
-    return [pytest.param(entries[name], id=name) for name in entries
-            if name[:2] in kinds and callable(entries[name])]
-
-
-@pytest.mark.parametrize("fn", _round2("round2_ch04_bahdanau", ("W_",)))
-def test_check_bahdanau_step_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch04_bahdanau", ("W_",)))
+def test_check_bahdanau_step_rejectsredteam_entries(fn):
     rejects(checks.check_bahdanau_step, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch04_bahdanau", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch04_bahdanau", ("C_", "O_", "Q_")))
 def test_check_bahdanau_step_accepts_round2_right_solutions(fn):
     accepts(checks.check_bahdanau_step, fn)
 
 
 # -- Round 4 red team (tests/checker_redteam/round4_ch04_bahdanau.py): the messages ---------
-
-def _round4(name):
-    from checkers_support import _module
-
-    return vars(_module("round4_ch04_bahdanau"))[name]
-
 
 ROUND4_MESSAGES = {
     # a valid length of 0: -inf + nan_to_num hides the NaN in the forward pass only
@@ -216,11 +200,11 @@ ROUND4_MESSAGES = {
 
 @pytest.mark.parametrize("name", ROUND4_MESSAGES)
 def test_check_bahdanau_step_names_the_round4_faults(name):
-    rejects(checks.check_bahdanau_step, _round4(name), *ROUND4_MESSAGES[name])
+    rejects(checks.check_bahdanau_step, redteam_entry("round4_ch04_bahdanau", name), *ROUND4_MESSAGES[name])
 
 
 def test_the_dropout_message_is_not_given_for_a_softmax_over_the_batch():
-    text = rejects(checks.check_bahdanau_step, _round4("W_18_weights_over_batch_axis"))
+    text = rejects(checks.check_bahdanau_step, redteam_entry("round4_ch04_bahdanau", "W_18_weights_over_batch_axis"))
     assert "dropout" not in text
 
 
@@ -228,7 +212,7 @@ def test_the_attention_class_is_restored_after_the_check():
     from book.attention import AdditiveAttention
 
     forward = AdditiveAttention.__dict__["forward"]
-    rejects(checks.check_bahdanau_step, _round4("S_02_class_forward_unbound"))
+    rejects(checks.check_bahdanau_step, redteam_entry("round4_ch04_bahdanau", "S_02_class_forward_unbound"))
     assert AdditiveAttention.__dict__["forward"] is forward
     assert "passed" in checks.check_bahdanau_step(step)
 

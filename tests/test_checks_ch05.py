@@ -6,7 +6,7 @@ import torch
 
 from book import checks
 from book.attention import transpose_output, transpose_qkv
-from checkers_support import accepts, redteam, rejects
+from checkers_support import accepts, redteam, redteam_entries, redteam_entry, rejects
 
 
 def stub(*args):
@@ -86,7 +86,7 @@ R1_EXPECTED = {
     "output: permute(0, 2, 3, 1): interleaved features": "wrong layout",
     "output: detached": "no gradient can flow back",
     "output: numpy round trip": "no gradient can flow back",
-    "output: .view after permute (always raises)": "use .reshape",
+    "output: .view after permute (always raises)": "Use .reshape()",
     "output: returns (b, n, h, p)": "the result must be 3-D",
     "output: cat(chunk(h, dim=0), -1): heads-outer rows": "wrong layout",
     "output: final reshape uses batch*heads as batch": "the batch is X.shape[0] // num_heads",
@@ -171,37 +171,27 @@ def test_checkers_reject_non_functions(bad):
 
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
-def _round2(module, kinds):
-    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
-    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
-    from checkers_support import _module
-
-    entries = vars(_module(module))
-    return [pytest.param(entries[name], id=name) for name in entries
-            if name[:2] in kinds and callable(entries[name])]
-
-
-@pytest.mark.parametrize("fn", _round2("round2_ch05_qkv", ("W_",)))
-def test_check_transpose_qkv_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch05_qkv", ("W_",)))
+def test_check_transpose_qkv_rejectsredteam_entries(fn):
     rejects(checks.check_transpose_qkv, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch05_qkv", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch05_qkv", ("C_", "O_", "Q_")))
 def test_check_transpose_qkv_accepts_round2_right_solutions(fn):
     accepts(checks.check_transpose_qkv, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch05_out", ("W_",)))
-def test_check_transpose_output_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch05_out", ("W_",)))
+def test_check_transpose_output_rejectsredteam_entries(fn):
     rejects(checks.check_transpose_output, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch05_out", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch05_out", ("C_", "O_", "Q_")))
 def test_check_transpose_output_accepts_round2_right_solutions(fn):
     accepts(checks.check_transpose_output, fn)
 
 
-# -- Round 4 red team (tests/checker_redteam/round4_ch05_*.py; tests/test_checks_round4.py
+# -- Round 4 red team (tests/checker_redteam/round4_ch05_*.py; tests/test_checks_redteam.py
 # runs every entry): inputs that are not contiguous and float64 inputs ----------------
 
 R4_QKV = {
@@ -219,18 +209,14 @@ R4_OUTPUT = {
 
 @pytest.mark.parametrize("name", R4_QKV)
 def test_check_transpose_qkv_round4_messages(name):
-    from checkers_support import _module
-
-    rejects(checks.check_transpose_qkv, getattr(_module("round4_ch05_transpose_qkv"), name),
+    rejects(checks.check_transpose_qkv, redteam_entry("round4_ch05_transpose_qkv", name),
             R4_QKV[name])
 
 
 @pytest.mark.parametrize("name", R4_OUTPUT)
 def test_check_transpose_output_round4_messages(name):
-    from checkers_support import _module
-
     rejects(checks.check_transpose_output,
-            getattr(_module("round4_ch05_transpose_output"), name), R4_OUTPUT[name])
+            redteam_entry("round4_ch05_transpose_output", name), R4_OUTPUT[name])
 
 
 def test_a_solution_that_reads_the_storage_as_contiguous_is_told_so():
@@ -243,7 +229,7 @@ def test_a_solution_that_reads_the_storage_as_contiguous_is_told_so():
     assert "right on a contiguous X with the same values" in text
 
 
-# -- Round 5 red team (tests/checker_redteam/round5_ch05_*.py; tests/test_checks_round4.py
+# -- Round 5 red team (tests/checker_redteam/round5_ch05_*.py; tests/test_checks_redteam.py
 # runs every entry): the messages
 R5_QKV = {
     "W_02_head_major": "The rows are ordered head by head",
@@ -256,16 +242,12 @@ R5_OUTPUT = {
 
 @pytest.mark.parametrize("name", R5_QKV)
 def test_check_transpose_qkv_round5_messages(name):
-    from checkers_support import _module
-
-    rejects(checks.check_transpose_qkv, getattr(_module("round5_ch05_transpose_qkv"), name),
+    rejects(checks.check_transpose_qkv, redteam_entry("round5_ch05_transpose_qkv", name),
             R5_QKV[name])
 
 
 @pytest.mark.parametrize("name", R5_OUTPUT)
 def test_check_transpose_output_round5_messages(name):
-    from checkers_support import _module
-
     rejects(checks.check_transpose_output,
-            getattr(_module("round5_ch05_transpose_output"), name), R5_OUTPUT[name],
+            redteam_entry("round5_ch05_transpose_output", name), R5_OUTPUT[name],
             "no mean, sum")

@@ -17,7 +17,7 @@ from book import checks
 from book.attention import PositionalEncoding
 from book.checks import ch06
 from book.selfattention import best_order_blind_accuracy
-from checkers_support import accepts, redteam, rejects, run
+from checkers_support import accepts, redteam, redteam_entry, rejects, run
 
 
 class Learned(nn.Module):
@@ -332,7 +332,7 @@ def test_round3_messages():
 
 
 # -- Round 4 red team (tests/checker_redteam/round4_ch06_learned_pe.py; tests/
-# test_checks_round4.py runs every entry with training): the messages, without training
+# test_checks_redteam.py runs every entry with training): the messages, without training
 R4_MESSAGES = {
     "W_06_dropout_keep_prob": "every entry of the output is 0: with dropout=0.0 your "
                               "dropout drops everything",
@@ -347,10 +347,8 @@ R4_MESSAGES = {
 
 @pytest.mark.parametrize("name", R4_MESSAGES)
 def test_round4_messages(name):
-    from checkers_support import _module
-
     rejects(checks.check_learned_positional_encoding,
-            getattr(_module("round4_ch06_learned_pe"), name), R4_MESSAGES[name],
+            redteam_entry("round4_ch06_learned_pe", name), R4_MESSAGES[name],
             args=(False,))
 
 
@@ -369,7 +367,7 @@ def test_a_stale_copy_is_refused_also_when_it_follows_the_table_partly():
 
 
 # -- Round 5 red team (tests/checker_redteam/round5_ch06_learned_pe.py; tests/
-# test_checks_round4.py runs every entry with training): the messages, without training
+# test_checks_redteam.py runs every entry with training): the messages, without training
 R5_MESSAGES = {
     "W_07_shared_between_instances": "share the parameter `P`",
     "W_12_dropout_keep_prob": "dropout=0.2) in train mode, X of shape (8, 20, 16) the kept "
@@ -382,10 +380,8 @@ R5_MESSAGES = {
 
 @pytest.mark.parametrize("name", R5_MESSAGES)
 def test_round5_messages(name):
-    from checkers_support import _module
-
     rejects(checks.check_learned_positional_encoding,
-            getattr(_module("round5_ch06_learned_pe"), name), R5_MESSAGES[name],
+            redteam_entry("round5_ch06_learned_pe", name), R5_MESSAGES[name],
             args=(False,))
 
 

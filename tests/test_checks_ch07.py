@@ -6,7 +6,7 @@ import torch
 
 from book import checks
 from book.transformer import TransformerEncoderBlock
-from checkers_support import accepts, redteam, rejects
+from checkers_support import accepts, redteam, redteam_entries, redteam_entry, rejects
 
 
 def causal_mask(num_steps):
@@ -255,37 +255,27 @@ def test_check_pre_norm_block_rejects_wrong_blocks(name):
 
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
-def _round2(module, kinds):
-    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
-    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
-    from checkers_support import _module
-
-    entries = vars(_module(module))
-    return [pytest.param(entries[name], id=name) for name in entries
-            if name[:2] in kinds and callable(entries[name])]
-
-
-@pytest.mark.parametrize("fn", _round2("round2_ch07_mask", ("W_",)))
-def test_check_causal_mask_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch07_mask", ("W_",)))
+def test_check_causal_mask_rejectsredteam_entries(fn):
     rejects(checks.check_causal_mask, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch07_mask", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch07_mask", ("C_", "O_", "Q_")))
 def test_check_causal_mask_accepts_round2_right_solutions(fn):
     accepts(checks.check_causal_mask, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch07_prenorm", ("W_",)))
-def test_check_pre_norm_block_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch07_prenorm", ("W_",)))
+def test_check_pre_norm_block_rejectsredteam_entries(fn):
     rejects(checks.check_pre_norm_block, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch07_prenorm", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch07_prenorm", ("C_", "O_", "Q_")))
 def test_check_pre_norm_block_accepts_round2_right_solutions(fn):
     accepts(checks.check_pre_norm_block, fn)
 
 
-# -- Round 4 red team (tests/checker_redteam/round4_ch07_*.py; tests/test_checks_round4.py
+# -- Round 4 red team (tests/checker_redteam/round4_ch07_*.py; tests/test_checks_redteam.py
 # runs every entry): the messages name the fault --------------------------------------
 
 R4_MASK = {
@@ -309,18 +299,14 @@ R4_PRENORM = {
 
 @pytest.mark.parametrize("name", R4_MASK)
 def test_check_causal_mask_round4_messages(name):
-    from checkers_support import _module
-
-    rejects(checks.check_causal_mask, getattr(_module("round4_ch07_causal_mask"), name),
+    rejects(checks.check_causal_mask, redteam_entry("round4_ch07_causal_mask", name),
             R4_MASK[name])
 
 
 @pytest.mark.parametrize("name", R4_PRENORM)
 def test_check_pre_norm_block_round4_messages(name):
-    from checkers_support import _module
-
     text = rejects(checks.check_pre_norm_block,
-                   getattr(_module("round4_ch07_pre_norm_block"), name), R4_PRENORM[name])
+                   redteam_entry("round4_ch07_pre_norm_block", name), R4_PRENORM[name])
     if name == "W_28_breaks_on_valid_lens_none":
         assert "valid_lens may be None" in text
 
@@ -357,10 +343,8 @@ R5_PRENORM = {
 
 @pytest.mark.parametrize("name", R5_PRENORM)
 def test_check_pre_norm_block_round5_messages(name):
-    from checkers_support import _module
-
     text = rejects(checks.check_pre_norm_block,
-                   getattr(_module("round5_ch07_pre_norm"), name), R5_PRENORM[name])
+                   redteam_entry("round5_ch07_pre_norm", name), R5_PRENORM[name])
     if name == "W_23_float32_cast":
         assert "compute in X's dtype" in text
 

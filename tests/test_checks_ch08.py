@@ -12,7 +12,7 @@ import torch
 from book import checks
 from book.bert import IGNORE, mask_tokens
 from book.checks import ch08
-from checkers_support import accepts, redteam, rejects
+from checkers_support import accepts, redteam, redteam_entries, rejects
 
 
 def reference_masking(tokens, vocab):
@@ -383,38 +383,28 @@ def test_masking_failure_message_names_what_was_seen_and_expected():
 
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
-def _round2(module, kinds):
-    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
-    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
-    from checkers_support import _module
-
-    entries = vars(_module(module))
-    return [pytest.param(entries[name], id=name) for name in entries
-            if name[:2] in kinds and callable(entries[name])]
-
-
-@pytest.mark.parametrize("fn", _round2("round2_ch08_mlm", ("W_",)))
-def test_check_mlm_masking_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch08_mlm", ("W_",)))
+def test_check_mlm_masking_rejectsredteam_entries(fn):
     rejects(checks.check_mlm_masking, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch08_mlm", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch08_mlm", ("C_", "O_", "Q_")))
 def test_check_mlm_masking_accepts_round2_right_solutions(fn):
     accepts(checks.check_mlm_masking, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch08_count", ("W_",)))
-def test_check_bert_param_count_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch08_count", ("W_",)))
+def test_check_bert_param_count_rejectsredteam_entries(fn):
     rejects(checks.check_bert_param_count, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch08_count", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch08_count", ("C_", "O_", "Q_")))
 def test_check_bert_param_count_accepts_round2_right_solutions(fn):
     accepts(checks.check_bert_param_count, fn)
 
 
 # -- Round 4 red team (tests/checker_redteam/round4_ch08_*.py; every entry runs in
-# tests/test_checks_round4.py): the messages name the fault ------------------------------
+# tests/test_checks_redteam.py): the messages name the fault ------------------------------
 
 def test_round4_masking_messages_name_the_fault():
     from checker_redteam import round4_ch08_mlm_masking as r4

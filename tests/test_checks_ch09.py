@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from book import checks
-from checkers_support import accepts, rejects
+from checkers_support import accepts, redteam_entries, rejects
 from book.checks.ch09 import _nucleus, _top_p_cases
 
 
@@ -404,32 +404,22 @@ def test_the_chapter_attention_agrees_with_the_reference_step():
 
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
-def _round2(module, kinds):
-    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
-    one of `kinds` (W_ wrong; C_, O_, Q_ right)."""
-    from checkers_support import _module
-
-    entries = vars(_module(module))
-    return [pytest.param(entries[name], id=name) for name in entries
-            if name[:2] in kinds and callable(entries[name])]
-
-
-@pytest.mark.parametrize("fn", _round2("round2_ch09_topp", ("W_",)))
-def test_check_top_p_filter_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch09_topp", ("W_",)))
+def test_check_top_p_filter_rejectsredteam_entries(fn):
     rejects(checks.check_top_p_filter, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch09_topp", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch09_topp", ("C_", "O_", "Q_")))
 def test_check_top_p_filter_accepts_round2_right_solutions(fn):
     accepts(checks.check_top_p_filter, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch09_step", ("W_",)))
-def test_check_attention_step_rejects_round2(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch09_step", ("W_",)))
+def test_check_attention_step_rejectsredteam_entries(fn):
     rejects(checks.check_attention_step, fn)
 
 
-@pytest.mark.parametrize("fn", _round2("round2_ch09_step", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", redteam_entries("round2_ch09_step", ("C_", "O_", "Q_")))
 def test_check_attention_step_accepts_round2_right_solutions(fn):
     accepts(checks.check_attention_step, fn)
 
@@ -444,7 +434,7 @@ def test_top_p_round4_messages_name_the_fault():
             "tokens 3 and 4 differ", "rounded to float16, both are", "float32 or float64")
     # logits.view(-1) on the last position of a model's output.
     rejects(checks.check_top_p_filter, r4.W_22_flat_view_breaks_on_noncontiguous,
-            "logits[:, -1, :] (not contiguous)", "use .reshape()")
+            "logits[:, -1, :] (not contiguous)", "Use .reshape()")
     # An inf in the branch torch.where does not pick: no log was taken.
     text = rejects(checks.check_top_p_filter, r4.W_16_nan_to_num_after_inf,
                    "the forward values are right", "0 x inf is NaN", "logits * inf")
@@ -484,7 +474,7 @@ def test_attention_step_round4_messages_name_the_fault():
     rejects(step, r4.W_25_manual_softmax_in_place_divide, "backward() through your steps "
             "failed", "modified by an inplace operation", "e = e / e.sum(-1, keepdim=True)")
     rejects(step, r4.W_26_view_flatten_past, "transposed views, not contiguous",
-            "use .reshape()")
+            "Use .reshape()")
     rejects(step, r4.W_22_squeeze_breaks_on_size_1, "head size 1")
 
 

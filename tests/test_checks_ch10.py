@@ -9,7 +9,7 @@ import torch
 
 from book import positions
 from book.checks import ch10 as checks
-from checkers_support import accepts, rejects
+from checkers_support import accepts, redteam_entries, rejects
 
 
 def stub(*args):
@@ -373,22 +373,12 @@ def test_alibi_bias_off_by_a_constant_per_row_is_rejected_with_its_own_message()
 
 # -- Round 3 red team (tests/checker_redteam/round3_ch10_*.py) ---------------------------------
 
-def _round3(module, kinds):
-    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
-    one of `kinds` (W_ wrong; C_, O_ right; S_ right output against the wording: untested)."""
-    from checkers_support import _module
-
-    entries = vars(_module(module))
-    return [pytest.param(entries[name], id=name) for name in entries
-            if name[:2] in kinds and callable(entries[name])]
-
-
-@pytest.mark.parametrize("fn", _round3("round3_ch10_alibi", ("W_",)))
-def test_check_alibi_bias_rejects_round3(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch10_alibi", ("W_",)))
+def test_check_alibi_bias_rejectsredteam_entries(fn):
     rejects(checks.check_alibi_bias, fn)
 
 
-@pytest.mark.parametrize("fn", _round3("round3_ch10_alibi", ("C_", "O_")))
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch10_alibi", ("C_", "O_")))
 def test_check_alibi_bias_accepts_round3_right_solutions(fn):
     accepts(checks.check_alibi_bias, fn)
 
@@ -406,12 +396,12 @@ def test_alibi_round3_messages_name_the_wrong_part():
     assert "slopes are wrong" not in text
 
 
-@pytest.mark.parametrize("fn", _round3("round3_ch10_rope", ("W_",)))
-def test_check_apply_rope_rejects_round3(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch10_rope", ("W_",)))
+def test_check_apply_rope_rejectsredteam_entries(fn):
     rejects(checks.check_apply_rope, fn)
 
 
-@pytest.mark.parametrize("fn", _round3("round3_ch10_rope", ("C_", "O_")))
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch10_rope", ("C_", "O_")))
 def test_check_apply_rope_accepts_round3_right_solutions(fn):
     accepts(checks.check_apply_rope, fn)
 
@@ -436,7 +426,7 @@ def test_apply_rope_round4_messages_name_the_fault():
     assert "positions 0..n-1" not in text
     # x.view(...) of q.transpose(1, 2).
     rejects(checks.check_apply_rope, r4.W_26_view_flatten_leading_dims, "not contiguous",
-            "use .reshape()")
+            "Use .reshape()")
     # Frequencies from 64 for d > 64: head size 128.
     rejects(checks.check_apply_rope, r4.W_24_theta_from_n_when_square, "head size 128",
             "check the frequencies", "pairs [1, 2, 3, 4, 5, ... 63]")

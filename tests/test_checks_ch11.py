@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from book.checks.ch11 import check_grouped_query_attention, check_online_softmax_attention
 from book.fast_attention import tiled_attention
-from checkers_support import accepts, rejects
+from checkers_support import accepts, redteam_entries, rejects
 
 
 def stub(*args, **kwargs):
@@ -225,22 +225,12 @@ def test_failure_names_the_case_and_the_heads():
 
 # -- Round 3 red team (tests/checker_redteam/round3_ch11_*.py) ---------------------------------
 
-def _round3(module, kinds):
-    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
-    one of `kinds` (W_ wrong; C_, O_ right; S_ right output against the wording: untested)."""
-    from checkers_support import _module
-
-    entries = vars(_module(module))
-    return [pytest.param(entries[name], id=name) for name in entries
-            if name[:2] in kinds and callable(entries[name])]
-
-
-@pytest.mark.parametrize("fn", _round3("round3_ch11_online", ("W_",)))
-def test_online_softmax_attention_rejects_round3(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch11_online", ("W_",)))
+def test_online_softmax_attention_rejectsredteam_entries(fn):
     rejects(check_online_softmax_attention, fn)
 
 
-@pytest.mark.parametrize("fn", _round3("round3_ch11_online", ("C_", "O_")))
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch11_online", ("C_", "O_")))
 def test_online_softmax_attention_accepts_round3_right_solutions(fn):
     """O_2_float64_accumulators peaked at 2.2 of the old 2 MiB bound; the bound now scales
     with block_size."""
@@ -253,12 +243,12 @@ def test_online_softmax_memory_message_names_the_budget():
     assert "blocks of scores at once" in text and "builds (nearly)" not in text
 
 
-@pytest.mark.parametrize("fn", _round3("round3_ch11_gqa", ("W_",)))
-def test_grouped_query_attention_rejects_round3(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch11_gqa", ("W_",)))
+def test_grouped_query_attention_rejectsredteam_entries(fn):
     rejects(check_grouped_query_attention, fn)
 
 
-@pytest.mark.parametrize("fn", _round3("round3_ch11_gqa", ("C_", "O_")))
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch11_gqa", ("C_", "O_")))
 def test_grouped_query_attention_accepts_round3_right_solutions(fn):
     accepts(check_grouped_query_attention, fn)
 
@@ -269,7 +259,7 @@ def test_grouped_query_attention_round3_messages():
     rejects(check_grouped_query_attention, W_07_output_float32, "float64")
 
 
-# -- Round 4 red team (tests/checker_redteam/round4_ch11_*.py; tests/test_checks_round4.py
+# -- Round 4 red team (tests/checker_redteam/round4_ch11_*.py; tests/test_checks_redteam.py
 # runs every W_, C_ and O_ entry) --------------------------------------------------------
 
 def test_online_softmax_round4_causal_masks_are_named():
@@ -321,7 +311,7 @@ def test_online_softmax_a_bool_causal_mask_of_all_keys_is_rejected():
 def test_grouped_query_attention_round4_messages():
     from checker_redteam import round4_ch11_gqa as r4
     rejects(check_grouped_query_attention, r4.W_21_view_flatten_heads, "not contiguous",
-            "use .reshape")
+            "Use .reshape()")
     rejects(check_grouped_query_attention, r4.W_22_repeated_kv_cached_by_shape,
             "an earlier call with the same shapes")
 

@@ -6,7 +6,7 @@ import torch
 from torch.nn import functional as F
 
 from book import checks
-from checkers_support import accepts, rejects
+from checkers_support import accepts, redteam_entries, rejects
 
 
 def _check_sizes(H, W, p):
@@ -414,32 +414,22 @@ def test_enough_wrong_solutions_per_checker():
 
 # -- Round 3 red team (tests/checker_redteam/round3_ch12_*.py) ---------------------------------
 
-def _round3(module, kinds):
-    """pytest params for the entries of tests/checker_redteam/<module> whose names start with
-    one of `kinds` (W_ wrong; C_, O_ right)."""
-    from checkers_support import _module
-
-    entries = vars(_module(module))
-    return [pytest.param(entries[name], id=name) for name in entries
-            if name[:2] in kinds and callable(entries[name])]
-
-
-@pytest.mark.parametrize("fn", _round3("round3_ch12_patchify", ("W_",)))
-def test_check_patchify_rejects_round3(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch12_patchify", ("W_",)))
+def test_check_patchify_rejectsredteam_entries(fn):
     rejects(checks.check_patchify, fn)
 
 
-@pytest.mark.parametrize("fn", _round3("round3_ch12_patchify", ("C_", "O_")))
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch12_patchify", ("C_", "O_")))
 def test_check_patchify_accepts_round3_right_solutions(fn):
     accepts(checks.check_patchify, fn)
 
 
-@pytest.mark.parametrize("fn", _round3("round3_ch12_unpatchify", ("W_",)))
-def test_check_unpatchify_rejects_round3(fn):
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch12_unpatchify", ("W_",)))
+def test_check_unpatchify_rejectsredteam_entries(fn):
     rejects(checks.check_unpatchify, fn)
 
 
-@pytest.mark.parametrize("fn", _round3("round3_ch12_unpatchify", ("C_", "O_")))
+@pytest.mark.parametrize("fn", redteam_entries("round3_ch12_unpatchify", ("C_", "O_")))
 def test_check_unpatchify_accepts_round3_right_solutions(fn):
     accepts(checks.check_unpatchify, fn)
 
@@ -449,7 +439,7 @@ def test_unpatchify_without_a_height_check_is_rejected_when_the_patch_count_fits
     rejects(checks.check_unpatchify, W_05_no_HW_check, "not a multiple")
 
 
-# -- Round 4 red team (tests/checker_redteam/round4_ch12_*.py; tests/test_checks_round4.py
+# -- Round 4 red team (tests/checker_redteam/round4_ch12_*.py; tests/test_checks_redteam.py
 # runs every W_, C_ and O_ entry) --------------------------------------------------------
 
 def test_unpatchify_round4_square_patch_count_on_a_non_square_image():
@@ -464,7 +454,7 @@ def test_unpatchify_round4_wrong_patch_count_whose_total_divides():
             "12 patches of 2 x 2, but 3 were given")
 
 
-# -- Round 5 red team (tests/checker_redteam/round5_ch12_*.py; tests/test_checks_round4.py
+# -- Round 5 red team (tests/checker_redteam/round5_ch12_*.py; tests/test_checks_redteam.py
 # runs every W_, C_ and O_ entry) --------------------------------------------------------
 
 def test_unpatchify_round5_class_token_is_not_a_patch():

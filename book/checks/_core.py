@@ -159,6 +159,17 @@ def _learner_line(error):
 _DTYPE_ERRORS = ("same dtype", "expected scalar type", "did not match", "dtype")
 
 
+def view_hint(error, what="this input", better=""):
+    """The hint for `.view()` on a tensor that is not contiguous in memory (a transpose or a
+    slice), or None for any other error. `what` names the tensor and why it is not
+    contiguous; `better` is a way that needs no flattening at all."""
+    if "view size is not compatible" not in str(error):
+        return None
+    return (f"{what} is not contiguous in memory, and .view() cannot flatten it without a "
+            "copy. Use .reshape(), which copies when it must" + (f", or better, {better}"
+                                                                  if better else "") + ".")
+
+
 def call(fn, *args, name="your function", case="", hint_on_error=None, inplace_hint=None,
          **kwargs):
     """Call the learner's `fn`; turn a missing function, the stub, or a crash into a clear
@@ -181,6 +192,7 @@ def call(fn, *args, name="your function", case="", hint_on_error=None, inplace_h
         raise
     except Exception as error:  # the learner's code crashed: say on what, and where
         hint = hint_on_error(error) if hint_on_error is not None else None
+        hint = hint or view_hint(error)
         if hint is None and any(words in str(error) for words in _DTYPE_ERRORS):
             hint = ("tensors of two dtypes met: keep the input's dtype throughout (constants "
                     "made with torch.tensor(...) or .float() are float32).")
@@ -269,8 +281,8 @@ def forbidden(calls, why):
     torch.softmax')."""
     saved, codes = [], []
     for owner, attribute, *display in calls:
-        own = attribute in vars(owner)
-        saved.append((owner, attribute, own, vars(owner).get(attribute)))
+        own, original = attribute in vars(owner), vars(owner).get(attribute)
+        saved.append((owner, attribute, own, original))
 
         owner_name = owner.__name__ if isinstance(owner, type(contextlib)) else \
             f"{owner.__module__}.{owner.__name__}"
@@ -281,13 +293,12 @@ def forbidden(calls, why):
             __tracebackhide__ = True
             fail(f"your function calls {_name}: {why}")
         setattr(owner, attribute, refuse)
-        function = saved[-1][3]
-        if isinstance(function, types.FunctionType) and function.__closure__ is None \
-                and function.__module__.startswith("book."):
+        if isinstance(original, types.FunctionType) and original.__closure__ is None \
+                and original.__module__.startswith("book."):
             # A name bound before the check (from book.attention import masked_softmax)
             # still points at the course's function: swap its code for the refusal too.
-            codes.append((function, function.__code__))
-            function.__code__ = _refusal_code(name, why)
+            codes.append((original, original.__code__))
+            original.__code__ = _refusal_code(name, why)
     try:
         yield
     finally:

@@ -7,7 +7,7 @@ from torch.utils._pytree import tree_flatten
 
 from ..cost import peak_memory
 from ._core import call, checker, expect_close, expect_gradients, expect_tensor, fail, \
-    is_close
+    is_close, view_hint
 
 HINT = ("each chunk of queries gives softmax(Q_chunk K^T / sqrt(d)) V, with d = Q.shape[-1], "
         "the softmax over the keys (the last axis); concatenate the chunks along the queries.")
@@ -128,11 +128,10 @@ def _largest_chunk(fn, n, chunk, g):
 
 
 def _chunks_hint(error, chunk=None):
-    if "view size is not compatible" in str(error):
-        return ("Q, K or V may be a view that is not contiguous in memory (a transpose, "
-                "as head splitting makes): .view() cannot flatten it. Use .reshape(), or "
-                "better, keep the batch axis and use batched products "
-                "(Q[:, i:i + chunk_size] @ K.transpose(1, 2)) without flattening.")
+    if view_hint(error):
+        return view_hint(error, "Q, K or V (a transpose, as head splitting makes)",
+                         "keep the batch axis and use batched products "
+                         "(Q[:, i:i + chunk_size] @ K.transpose(1, 2))")
     if chunk == 1 and ("must match the size" in str(error)
                        or "invalid for input" in str(error)):
         return ("with chunk_size=1 each chunk's queries axis has size 1: .squeeze() "

@@ -3,7 +3,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
-                    forbidden, is_close)
+                    forbidden, is_close, view_hint)
 
 # -- Exercise 1.1: softmax ------------------------------------------------------------------
 
@@ -87,12 +87,9 @@ def _no_keepdim_hint(error):
         return ("reduce over dim=-1 with keepdim=True (the maximum and the sum), so that "
                 "the (..., 1) results broadcast against the (..., n) scores and "
                 "exponentials.")
-    if "view size is not compatible" in str(error):
-        return ("the input may be a view that is not contiguous in memory (a transpose, a "
-                "slice): .view() cannot flatten it. Use .reshape() instead, or better, "
-                "work on the last axis directly (amax and sum over dim=-1, keepdim=True) "
-                "without flattening.")
-    return None
+    return view_hint(error, "the input (a transpose or a slice)",
+                     "work on the last axis directly (amax and sum over dim=-1, "
+                     "keepdim=True)")
 
 
 class _ExpWatch(TorchFunctionMode):

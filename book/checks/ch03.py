@@ -5,7 +5,7 @@ import torch
 
 from .. import attention as _attention
 from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
-                    forbidden, is_close)
+                    forbidden, is_close, view_hint)
 
 # Exercise 3.1: "Write masked_softmax(X, valid_lens) without looking at book.attention".
 _BOOK_MASKED_SOFTMAX = [(_attention, "masked_softmax")]
@@ -119,10 +119,9 @@ def _fill_overflow_hint(error):
     if "overflow" in str(error):
         return ("your fill value does not fit in float16 (its range ends near -65504): use "
                 "torch.finfo(X.dtype).min, which fits every dtype.")
-    if "view size is not compatible" in str(error):
-        return ("X may be a view that is not contiguous in memory (a transpose): .view() "
-                "cannot flatten it. Use .reshape(), or better, broadcast the mask against "
-                "X without flattening: torch.arange(num_keys) < valid_lens[..., None].")
+    if view_hint(error):
+        return view_hint(error, "X (a transpose)", "broadcast the mask against X: "
+                         "torch.arange(num_keys) < valid_lens[..., None]")
     if "must match the size" in str(error):
         return ("the positions to compare with valid_len are those of the keys: "
                 "torch.arange(X.shape[-1]), broadcast against valid_lens[:, None, None] "
@@ -131,11 +130,10 @@ def _fill_overflow_hint(error):
 
 
 def _sdpa_error_hint(error):
-    if "view size is not compatible" in str(error):
-        return ("queries, keys or values may be a view that is not contiguous in memory (a "
-                "transpose, as head splitting gives): .view() cannot flatten it. Keep the "
-                "batch axis and use batched products, torch.bmm(queries, keys.transpose(1, "
-                "2)) or @, or use .reshape() instead of .view().")
+    if view_hint(error):
+        return view_hint(error, "queries, keys or values (a transpose, as head splitting "
+                         "gives)", "keep the batch axis and use batched products, "
+                         "torch.bmm(queries, keys.transpose(1, 2)) or @")
     return _fill_overflow_hint(error)
 
 

@@ -5,7 +5,7 @@ entry lands in the wrong place the message can say where it came from.
 """
 import torch
 
-from ._core import call, checker, expect_gradients, expect_tensor, fail
+from ._core import call, checker, expect_gradients, expect_tensor, fail, view_hint
 
 _CASES = [  # (batch, n, num_hiddens, num_heads): odd sizes, a batch of one, n = 1 and n = 51
     (2, 3, 8, 2), (3, 4, 12, 3), (1, 5, 8, 4), (2, 2, 6, 1), (2, 4, 8, 8), (2, 5, 7, 7),
@@ -20,10 +20,7 @@ def _reshape_hint(error):
     if "invalid for input of size" in text:
         return ("the sizes must come from X and the num_heads argument: p = num_hiddens // "
                 "num_heads (or -1 in reshape), not a fixed number.")
-    if "view size is not compatible" in text:
-        return ("after permute the tensor is not contiguous, so .view cannot fold it: use "
-                ".reshape.")
-    return None
+    return view_hint(error, "the tensor after permute")
 
 
 def _coordinates(batch, n, num_hiddens):

@@ -341,7 +341,7 @@ def _expect_train_equals_eval(cls, module, X, out_eval):
              "use the constructor's dropout argument as the rate (the share dropped): "
              "nn.Dropout(dropout); do not fix the rate, and do not pass 1 - dropout.")
     if torch.allclose(out_eval, X, atol=1e-6):
-        fail(f"in eval mode your encoding returns X unchanged, while in train mode it adds "
+        fail("in eval mode your encoding returns X unchanged, while in train mode it adds "
              "the position vectors: the positions must be added in both modes (the model "
              "needs them at test time too); only dropout is off in eval mode.",
              "return self.dropout(X + P[:, :n]) in every mode: nn.Dropout switches itself "

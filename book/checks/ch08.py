@@ -358,12 +358,12 @@ def _check_calls_independent(results, tokens, vocab):
     ordinary = tokens >= vocab.num_specials
     n = int(ordinary.sum())
     actions = [_action(inputs, labels, tokens, vocab) for inputs, labels in results]
-    for call, action in enumerate(actions, 1):
+    for number, action in enumerate(actions, 1):
         chosen = int((action >= 0).sum())
         if abs(_z(chosen, n, P_CHOOSE)) > SE_TOLERANCE:
             shares = ", ".join(f"{(a >= 0).sum().item() / n:.2%}" for a in actions)
             fail(f"the {CALLS} calls chose {shares} of the {n:,} ordinary positions; each call "
-                 f"must choose 15% (call {call} is {abs(_z(chosen, n, P_CHOOSE)):.1f} standard "
+                 f"must choose 15% (call {number} is {abs(_z(chosen, n, P_CHOOSE)):.1f} standard "
                  f"errors off, tolerance {SE_TOLERANCE}).",
                  "use the same probability 0.15 at every call; keep no counter or other "
                  "state between calls.")

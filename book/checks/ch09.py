@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from ._core import INPLACE_HINT, CheckFailed, call, checker, expect_tensor, fail, passed
+from ._core import INPLACE_HINT, CheckFailed, call, checker, expect_tensor, fail, passed, \
+    view_hint
 
 # -- Exercise 9.1: top-p ----------------------------------------------------------------------
 
@@ -183,13 +184,8 @@ def _call_top_p(fn, logits, p, case):
 
 
 def _view_hint(error):
-    """A hint for .view() on a tensor that is not contiguous."""
-    if "view size is not compatible" in str(error):
-        return ("this input is not contiguous (a slice such as logits[:, -1, :], or a "
-                "transposed tensor such as q.transpose(1, 2), as a model makes them), and "
-                ".view() cannot reshape it without a copy: use .reshape() or .flatten(), "
-                "which copy when they must.")
-    return None
+    return view_hint(error, "this input (a slice such as logits[:, -1, :], or a transposed "
+                     "tensor such as q.transpose(1, 2), as a model makes them)")
 
 
 def _overflow_note(logits):

@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from ._core import CheckFailed, call, checker, expect_gradients, expect_tensor, fail
+from ._core import CheckFailed, call, checker, expect_gradients, expect_tensor, fail, \
+    view_hint
 
 # -- Exercise 10.1: apply_rope -------------------------------------------------------------
 
@@ -135,12 +136,7 @@ def _diagnose_rope(out, x, positions, case, earlier=()):
 
 
 def _view_hint(error):
-    """A hint for .view() on a tensor that is not contiguous."""
-    if "view size is not compatible" in str(error):
-        return ("this x is not contiguous (q.transpose(1, 2), as attention splits heads), "
-                "and .view() cannot reshape it without a copy: use .reshape() or "
-                ".flatten(), which copy when they must.")
-    return None
+    return view_hint(error, "this x (q.transpose(1, 2), as attention splits heads)")
 
 
 def _call_rope(fn, x, positions, case):

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from ..cost import peak_memory
 from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
-                    forbidden, is_close)
+                    forbidden, is_close, view_hint)
 
 SDPA = [(F, "scaled_dot_product_attention")]
 SDPA_WHY = "the exercise asks you to write the attention yourself."
@@ -389,11 +389,8 @@ def _diagnose_heads(out, Q, K, V, case):
 
 
 def _view_hint(error):
-    if "view" in str(error) and "stride" in str(error):
-        return ("Q, K and V need not be contiguous (a transpose(1, 2) of (batch, positions, "
-                "heads, head size) tensors is not): use .reshape, which copies only when it "
-                "must, rather than .view.")
-    return None
+    return view_hint(error, "Q, K or V (a transpose(1, 2) of (batch, positions, heads, "
+                     "head size) tensors)")
 
 
 @checker("grouped_query_attention")

@@ -13,7 +13,7 @@ import re
 
 import torch
 
-from ._core import CheckFailed, call, expect_tensor, fail, passed
+from ._core import call, expect_tensor, fail, passed
 
 # (batch, channels, height, width, patch_size): the chapter's digits first, then the inputs
 # that catch a solution right only on square images, one channel, batch 1 or one patch size.

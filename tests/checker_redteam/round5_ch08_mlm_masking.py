@@ -2,7 +2,7 @@
 (O_) and against-the-wording (S_) solutions written from the exercise text alone; copied
 from /work/redteam/round5/B/sols/ch08_mlm_masking.py with the names W01_x written W_01_x. Wrong ones the
 checker accepts on purpose are named A_ (not tested), with the reason beside them.
-tests/test_checks_round4.py runs every W_ entry (must fail) and every C_ and O_ entry
+tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
 (must pass)."""
 # flake8: noqa
 import numpy as np
