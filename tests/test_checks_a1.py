@@ -171,7 +171,7 @@ def test_failure_message_names_the_case_and_the_values():
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_a1_chunked", ("W_",)))
-def test_check_chunked_attention_rejectsredteam_entries(fn):
+def test_check_chunked_attention_rejects_round2(fn):
     rejects(checks.check_chunked_attention, fn)
 
 

@@ -356,7 +356,7 @@ def test_numpy_inputs_are_not_needed():
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_ch01_softmax", ("W_",)))
-def test_check_softmax_rejectsredteam_entries(fn):
+def test_check_softmax_rejects_round2(fn):
     rejects(checks.check_softmax, fn)
 
 
@@ -366,7 +366,7 @@ def test_check_softmax_accepts_round2_right_solutions(fn):
 
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_ch01_topk", ("W_",)))
-def test_check_topk_attention_pool_rejectsredteam_entries(fn):
+def test_check_topk_attention_pool_rejects_round2(fn):
     rejects(checks.check_topk_attention_pool, fn)
 
 

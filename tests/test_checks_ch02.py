@@ -182,7 +182,7 @@ def test_failure_messages_name_the_input_and_the_values():
 
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_ch02_epan", ("W_",)))
-def test_check_epanechnikov_pool_rejectsredteam_entries(fn):
+def test_check_epanechnikov_pool_rejects_round2(fn):
     rejects(checks.check_epanechnikov_pool, fn)
 
 

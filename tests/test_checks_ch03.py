@@ -317,7 +317,7 @@ def test_failure_messages_name_the_input_and_say_where_to_look():
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_ch03_masked", ("W_",)))
-def test_check_masked_softmax_rejectsredteam_entries(fn):
+def test_check_masked_softmax_rejects_round2(fn):
     rejects(checks.check_masked_softmax, fn)
 
 
@@ -327,7 +327,7 @@ def test_check_masked_softmax_accepts_round2_right_solutions(fn):
 
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_ch03_sdpa", ("W_",)))
-def test_check_scaled_dot_product_attention_rejectsredteam_entries(fn):
+def test_check_scaled_dot_product_attention_rejects_round2(fn):
     rejects(checks.check_scaled_dot_product_attention, fn)
 
 

@@ -166,7 +166,7 @@ def test_the_checker_leaves_the_attention_module_working():
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_ch04_bahdanau", ("W_",)))
-def test_check_bahdanau_step_rejectsredteam_entries(fn):
+def test_check_bahdanau_step_rejects_round2(fn):
     rejects(checks.check_bahdanau_step, fn)
 
 

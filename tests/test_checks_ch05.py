@@ -172,7 +172,7 @@ def test_checkers_reject_non_functions(bad):
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_ch05_qkv", ("W_",)))
-def test_check_transpose_qkv_rejectsredteam_entries(fn):
+def test_check_transpose_qkv_rejects_round2(fn):
     rejects(checks.check_transpose_qkv, fn)
 
 
@@ -182,7 +182,7 @@ def test_check_transpose_qkv_accepts_round2_right_solutions(fn):
 
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_ch05_out", ("W_",)))
-def test_check_transpose_output_rejectsredteam_entries(fn):
+def test_check_transpose_output_rejects_round2(fn):
     rejects(checks.check_transpose_output, fn)
 
 

@@ -374,7 +374,7 @@ def test_alibi_bias_off_by_a_constant_per_row_is_rejected_with_its_own_message()
 # -- Round 3 red team (tests/checker_redteam/round3_ch10_*.py) ---------------------------------
 
 @pytest.mark.parametrize("fn", redteam_entries("round3_ch10_alibi", ("W_",)))
-def test_check_alibi_bias_rejectsredteam_entries(fn):
+def test_check_alibi_bias_rejects_round3(fn):
     rejects(checks.check_alibi_bias, fn)
 
 
@@ -397,7 +397,7 @@ def test_alibi_round3_messages_name_the_wrong_part():
 
 
 @pytest.mark.parametrize("fn", redteam_entries("round3_ch10_rope", ("W_",)))
-def test_check_apply_rope_rejectsredteam_entries(fn):
+def test_check_apply_rope_rejects_round3(fn):
     rejects(checks.check_apply_rope, fn)
 
 

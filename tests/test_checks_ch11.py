@@ -226,7 +226,7 @@ def test_failure_names_the_case_and_the_heads():
 # -- Round 3 red team (tests/checker_redteam/round3_ch11_*.py) ---------------------------------
 
 @pytest.mark.parametrize("fn", redteam_entries("round3_ch11_online", ("W_",)))
-def test_online_softmax_attention_rejectsredteam_entries(fn):
+def test_online_softmax_attention_rejects_round3(fn):
     rejects(check_online_softmax_attention, fn)
 
 
@@ -244,7 +244,7 @@ def test_online_softmax_memory_message_names_the_budget():
 
 
 @pytest.mark.parametrize("fn", redteam_entries("round3_ch11_gqa", ("W_",)))
-def test_grouped_query_attention_rejectsredteam_entries(fn):
+def test_grouped_query_attention_rejects_round3(fn):
     rejects(check_grouped_query_attention, fn)
 
 

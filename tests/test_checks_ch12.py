@@ -415,7 +415,7 @@ def test_enough_wrong_solutions_per_checker():
 # -- Round 3 red team (tests/checker_redteam/round3_ch12_*.py) ---------------------------------
 
 @pytest.mark.parametrize("fn", redteam_entries("round3_ch12_patchify", ("W_",)))
-def test_check_patchify_rejectsredteam_entries(fn):
+def test_check_patchify_rejects_round3(fn):
     rejects(checks.check_patchify, fn)
 
 
@@ -425,7 +425,7 @@ def test_check_patchify_accepts_round3_right_solutions(fn):
 
 
 @pytest.mark.parametrize("fn", redteam_entries("round3_ch12_unpatchify", ("W_",)))
-def test_check_unpatchify_rejectsredteam_entries(fn):
+def test_check_unpatchify_rejects_round3(fn):
     rejects(checks.check_unpatchify, fn)
 
 
