@@ -60,6 +60,8 @@ fixed) and is accepted. `tests/test_checks_ch08.py` recomputes these rates.
 import functools
 import math
 import numbers
+import random
+import sys
 
 import torch
 
@@ -122,9 +124,11 @@ def _dispersion(counts, trials, p):
     return D, se
 
 
-def _one_call(fn, tokens, vocab, case):
-    given = tokens.clone()
-    result = call(fn, given, vocab, name="mask_tokens", case=case)
+def _one_call(fn, tokens, vocab, case, hint=None, given=None):
+    """Call fn on a copy of `tokens` (or on `given`, equal to it: a non-contiguous view)."""
+    given = tokens.clone() if given is None else given
+    result = call(fn, given, vocab, name="mask_tokens", case=case,
+                  hint_on_error=(lambda error: hint) if hint else None)
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         fail(f"mask_tokens should return a tuple (inputs, labels), got "
              f"{type(result).__name__} on {case}.")
@@ -172,9 +176,11 @@ def _check_labels(inputs, labels, tokens, vocab):
         i, j = touched.nonzero()[0].tolist()
         name = vocab.idx_to_token[tokens[i, j].item()]
         fail(f"a special token was chosen: position [{i}, {j}] holds {name}, and mask_tokens "
-             f"changed it or gave it a label. [CLS], [SEP], [PAD] and [UNK] are never "
-             "predicted; choose only ordinary tokens.",
-             "ordinary tokens are those with id >= vocab.num_specials.")
+             f"changed it or gave it a label. The special tokens ([PAD], [UNK], [CLS], "
+             "[SEP], and [MASK] too, which an input may already hold) are never predicted; "
+             "choose only ordinary tokens.",
+             "ordinary tokens are those with id >= vocab.num_specials (vocab.mask is the "
+             "last special id, not the first ordinary one).")
     wrong_label = labelled & (labels != tokens)
     if wrong_label.any():
         i, j = wrong_label.nonzero()[0].tolist()
@@ -248,6 +254,7 @@ def check_mlm_masking(fn):
     D, se = _dispersion(rows_c, rows_m, pooled) if 0 < pooled < 1 else (1.0, 1.0)
     if abs(D - 1) > SE_TOLERANCE * se:
         if D > 1:
+            _check_rate_same_in_every_row(rows_c, rows_m, pooled, D)
             why = ("the rows differ more than independent choices allow: positions are "
                    "chosen together (a draw per row, per pair of neighbours, or per span).")
         else:
@@ -336,6 +343,170 @@ def check_mlm_masking(fn):
     _check_rows_drawn_apart(labelled, tokens.shape[0])
     _check_no_cap_per_row(rows_c, rows_m, pooled)
     _check_replacements_from_the_whole_vocabulary(fn, tokens)
+    # Inputs the main batch does not hold, and what a tiny vocabulary shows.
+    _check_awkward_batches(fn, vocab)
+    _check_tiny_vocabulary(fn)
+
+
+def _check_rate_same_in_every_row(rows_c, rows_m, pooled, D):
+    """Run when the rows spread too much: is it because the choice probability depends on
+    the row (rescaled by its length or its share of ordinary tokens)? The rows are grouped
+    by their number of ordinary tokens; each group's chosen share is compared with the
+    pooled one, its z-score divided by sqrt(D) (so that choices made together, which
+    inflate every z-score by that much, are not taken for a rate that depends on the row)."""
+    groups = []
+    for m in sorted(set(rows_m.tolist())):
+        rows = rows_m == m
+        trials = int(rows_m[rows].sum())
+        if trials >= 2000:
+            chosen = int(rows_c[rows].sum())
+            groups.append((m, chosen / trials, _z(chosen, trials, pooled) / math.sqrt(D)))
+    if len(groups) < 2 or max(abs(z) for _, _, z in groups) <= COLUMN_TOLERANCE:
+        return
+    low, high = min(groups, key=lambda g: g[1]), max(groups, key=lambda g: g[1])
+    fail(f"the share of ordinary positions chosen depends on the row: {low[1]:.1%} in rows "
+         f"with {low[0]} ordinary tokens, {high[1]:.1%} in rows with {high[0]} (overall "
+         f"{pooled:.1%}, expected 15%).",
+         "choose every ordinary position with probability 0.15, whatever the rest of the row "
+         "holds: do not rescale it by the row's length or its share of ordinary tokens (15% "
+         "of the ordinary positions, not of all positions).")
+
+
+def _awkward_batch(vocab, num_rows=1200, max_len=32, seed=3):
+    """Inputs a real batch may hold and the main batch does not: [MASK] tokens already in
+    the input (book.bert.tokenize maps the text "[MASK]" to it), and rows without any
+    ordinary token ("[CLS] [SEP] [PAD] ...", "[CLS] [MASK] [SEP] [PAD] ...")."""
+    tokens = _masking_batch(vocab, num_rows, max_len, seed)
+    g = torch.Generator().manual_seed(seed + 10)
+    ordinary = tokens >= vocab.num_specials
+    tokens[ordinary & (torch.rand(tokens.shape, generator=g) < 0.15)] = vocab.mask
+    empty = num_rows // 10
+    tokens[:empty, 1] = vocab.sep
+    tokens[:empty, 2:] = vocab.pad
+    tokens[empty:2 * empty, 1] = vocab.mask
+    tokens[empty:2 * empty, 2] = vocab.sep
+    tokens[empty:2 * empty, 3:] = vocab.pad
+    return tokens
+
+
+# Names of the functions that seed a random generator (torch, NumPy, Python's random).
+_SEEDING = {"manual_seed", "manual_seed_all", "seed", "seed_all", "set_rng_state", "setstate",
+            "set_state"}
+
+
+def _seeding_spy(fn):
+    """`fn` wrapped so that every seeding call made while it runs is recorded in the list
+    `seen` (by name): torch.manual_seed, a torch.Generator's manual_seed, numpy.random.seed,
+    random.seed with a value... A generator created without a seed (numpy's default_rng(),
+    random.Random()) draws from the operating system's entropy and is not seeding."""
+    seen = []
+    torch_dir = torch.__file__.rsplit("/", 1)[0]
+
+    def profile(frame, event, arg):
+        if event == "c_call":
+            name = getattr(arg, "__name__", "")
+            owner = getattr(arg, "__self__", None)
+            if name in _SEEDING and owner is not None and not isinstance(owner, type(random)):
+                if isinstance(owner, torch.Generator) and name == "seed" \
+                        and owner is not torch.default_generator:
+                    return  # a private generator seeded from entropy: like default_rng()
+                seen.append(f"{type(owner).__name__}.{name}")
+            elif name in _SEEDING and owner is not None:
+                seen.append(f"{owner.__name__}.{name}")
+        elif event == "call" and frame.f_code.co_name in _SEEDING:
+            where = frame.f_code.co_filename
+            if where.startswith(torch_dir):
+                seen.append(f"torch.{frame.f_code.co_name}")
+            elif where == getattr(random, "__file__", None):
+                own = frame.f_locals.get("self")
+                if frame.f_code.co_name == "seed" and (
+                        frame.f_locals.get("a") is not None or own is random._inst):
+                    seen.append("random.seed")
+
+    @functools.wraps(fn)
+    def spied(*args, **kwargs):
+        previous = sys.getprofile()
+        sys.setprofile(profile)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            sys.setprofile(previous)
+    return spied, seen
+
+
+def _check_awkward_batches(fn, vocab):
+    """[MASK] in the input and rows without an ordinary token (a contiguous batch, while
+    watching for seeding calls), then the same batch as a column slice, which is not
+    contiguous in memory (`.view(-1)` fails on it; trimming padding makes such slices)."""
+    tokens = _awkward_batch(vocab)
+    case = (f"a batch of {tokens.shape[0]} rows of length {tokens.shape[1]} whose input already "
+            "holds [MASK] tokens (15% of the ordinary positions), with rows that hold no "
+            "ordinary token ([CLS] [SEP] [PAD] ..., [CLS] [MASK] [SEP] [PAD] ...)")
+    spied, seen = _seeding_spy(fn)
+    inputs, labels = _one_call(
+        spied, tokens, vocab, case,
+        hint="some rows of this batch hold no ordinary token; such a row has nothing to choose: it comes back unchanged, "
+             "with labels all -100 (no torch.multinomial over an all-zero row, no division "
+             "by its number of ordinary tokens).")
+    if seen:
+        fail(f"mask_tokens seeds a random generator at every call (it calls {seen[0]}): the "
+             "exercise says do not seed inside the function. Seeded there (from a constant, a "
+             "call counter or the clock), the masks ignore the caller's seed (book.set_seed), "
+             "and torch.manual_seed inside also resets the caller's global generator.",
+             "draw from torch's global generator (torch.rand(tokens.shape), torch.randint(...)) "
+             "and leave the seeding to the caller: book.set_seed(0) once, at the top of the "
+             "notebook.")
+    _check_labels(inputs, labels, tokens, vocab)
+    wide = torch.cat([tokens, tokens[:, :8]], dim=1)
+    case = (f"the same batch given as the column slice tokens[:, :{tokens.shape[1]}] of a "
+            f"{tuple(wide.shape)} tensor (not contiguous in memory)")
+    inputs, labels = _one_call(fn, tokens, vocab, case, given=wide.clone()[:, :tokens.shape[1]])
+    _check_labels(inputs, labels, tokens, vocab)
+
+
+def _check_tiny_vocabulary(fn):
+    """One more call with a vocabulary of 2 ordinary tokens, where a random replacement is
+    the original token half the time: of the chosen positions, exactly 80% must be [MASK]
+    (a random token that may be [MASK] makes it 80% + 10%/3) and 10% + 10%/2 = 15% unchanged
+    (a random token that avoids the original makes it 10%). About 26,800 chosen positions:
+    5.5 standard errors are 1.3 and 1.2 points; the two faults move the shares by 3.3 and
+    5 points (13.6 and 22.9 standard errors). False failure of a right solution: 2 x 3.8e-8
+    (exact binomial)."""
+    tiny = _masking_vocab(2)
+    tokens = _masking_batch(tiny, num_rows=8000, seed=5)
+    k = len(tiny) - tiny.num_specials
+    case = (f"a batch of {tokens.shape[0]} BERT inputs with a vocabulary of {k} ordinary "
+            "tokens")
+    inputs, labels = _one_call(fn, tokens, tiny, case)
+    _check_labels(inputs, labels, tokens, tiny)
+    labelled = labels != IGNORE
+    n = int(labelled.sum())
+    if n < 1000:
+        return  # the chosen rate is tested on the main batch
+    masked = int((labelled & (inputs == tiny.mask)).sum())
+    kept = int((labelled & (inputs == tokens)).sum())
+    p_kept = P_KEEP * (1 + 1 / k)
+    if abs(_z(masked, n, P_MASK)) > SE_TOLERANCE:
+        fail(f"with a vocabulary of {k} ordinary tokens, {masked / n:.1%} of the {n:,} chosen "
+             f"positions became [MASK]; expected 80% ({abs(_z(masked, n, P_MASK)):.1f} "
+             f"standard errors off, tolerance {SE_TOLERANCE})."
+             + (" Your random tokens include [MASK]: with so few ordinary ids, it shows."
+                if masked / n > P_MASK else ""),
+             "draw the random token from the ordinary ids only: torch.randint("
+             "vocab.num_specials, len(vocab), ...); vocab.mask is the last special id, not "
+             "the first ordinary one.")
+    if abs(_z(kept, n, p_kept)) > SE_TOLERANCE:
+        avoid = kept / n < p_kept
+        fail(f"with a vocabulary of {k} ordinary tokens, {kept / n:.1%} of the {n:,} chosen "
+             f"positions kept their token; expected 10% + 10% x 1/{k} = {p_kept:.0%} (the 10% "
+             f"left unchanged, plus the random tokens that happen to be the original one, 1 "
+             f"time in {k}); {abs(_z(kept, n, p_kept)):.1f} standard errors off, tolerance "
+             f"{SE_TOLERANCE}."
+             + (" Your random tokens avoid the original token." if avoid else
+                " Your random tokens are the original token too often."),
+             "draw the random token uniformly from all ordinary ids, the original one "
+             "included: torch.randint(vocab.num_specials, len(vocab), tokens.shape), with no "
+             "redraw or shift to avoid the original.")
 
 
 def _action(inputs, labels, tokens, vocab):
