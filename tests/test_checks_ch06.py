@@ -323,7 +323,7 @@ def test_round3_messages():
     from checker_redteam import round3_ch06_lpe as r3
 
     rejects(checks.check_learned_positional_encoding, r3.W_12_max_len_ignored_table_64,
-            "has 1024 trainable numbers, fewer than max_len x num_hiddens = 4800",
+            "has 1024 trainable numbers, fewer than max_len x num_hiddens = 19200",
             args=(False,))
     with pytest.raises(checks.CheckFailed) as info:
         run(checks.check_learned_positional_encoding, r3.O_3_zero_init, False)
@@ -383,6 +383,72 @@ def test_round5_messages(name):
     rejects(checks.check_learned_positional_encoding,
             redteam_entry("round5_ch06_learned_pe", name), R5_MESSAGES[name],
             args=(False,))
+
+
+# -- Round 6 red team (tests/checker_redteam/round6_ch06_learned_pe.py; tests/
+# test_checks_redteam.py runs every entry with training): the messages, without training
+R6_MESSAGES = {
+    "W_12_wraps_past_max_len": ("forward accepted X of shape (1, 60, 16) (longer than "
+                                "max_len=50) without an error",
+                                "reuse the vectors of positions 0 to 9 (i % max_len)",
+                                "Do not wrap (i % max_len) or clamp"),
+    "W_13_scaled_embeddings_sqrt_d": ("your forward returns 4 * X + P (sqrt(num_hiddens) = "
+                                      "sqrt(16)), not X + P", "do not scale X"),
+    "W_20_always_float32": ("forward(X) has dtype torch.float32 on X of shape (2, 7, 16) in "
+                            "float64", "do not cast the result"),
+    "W_21_ignores_max_len": ("max_len=1200) has 16000 trainable numbers, fewer than max_len "
+                             "x num_hiddens = 19200",),
+}
+
+
+@pytest.mark.parametrize("name", R6_MESSAGES)
+def test_round6_messages(name):
+    rejects(checks.check_learned_positional_encoding,
+            redteam_entry("round6_ch06_learned_pe", name), *R6_MESSAGES[name],
+            args=(False,))
+
+
+def _past_max_len(rows):
+    """A table of max_len rows whose forward reads row rows(n, max_len)[i] for position i."""
+    def forward(self, X):
+        index = rows(X.shape[1], self.P.shape[1])
+        return self.dropout(X + self.P[:, index])
+    return type("PastMaxLen", (Learned,), {"forward": forward})
+
+
+def test_a_sequence_longer_than_max_len_must_raise():
+    """Clamped positions, and a table with rows past max_len (max(max_len, 1000) rows, so
+    that the max_len=1200 test passes), are refused; a ValueError of one's own is right."""
+    rejects(checks.check_learned_positional_encoding,
+            _past_max_len(lambda n, m: torch.arange(n).clamp(max=m - 1)),
+            "the positions 50 to 59 all reuse the vector of position 49 (clamped)",
+            args=(False,))
+
+    class AtLeast1000(Learned):
+        def __init__(self, num_hiddens, dropout, max_len=1000):
+            super().__init__(num_hiddens, dropout, max(max_len, 1000))
+
+    rejects(checks.check_learned_positional_encoding, AtLeast1000,
+            "your module has 16000 trainable numbers, room for at least 60 positions: its "
+            "table does not follow max_len=50", args=(False,))
+
+    class OwnError(Learned):
+        def forward(self, X):
+            if X.shape[1] > self.P.shape[1]:
+                raise ValueError(f"sequence of length {X.shape[1]} > max_len")
+            return self.dropout(X + self.P[:, : X.shape[1]])
+
+    accepts(checks.check_learned_positional_encoding, OwnError, False)
+
+
+def test_float64_is_kept_also_by_a_table_cast_to_x():
+    """A table cast to X's dtype in forward (.to(X.dtype)) is right in float64 too."""
+    def forward(self, X):
+        return self.dropout(X + self.P[:, : X.shape[1]].to(X.dtype))
+
+    accepts(checks.check_learned_positional_encoding,
+            type("CastToX", (Learned,), {"forward": forward}), False)
+    accepts(checks.check_learned_positional_encoding, WithEmbedding, False)
 
 
 def _by_hand(mask_shape):

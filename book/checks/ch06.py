@@ -7,7 +7,8 @@ and returns dropout(X + P[:n]), P a trainable table with one vector per position
 What is checked, in this order (the learner's modules are built with the RNG seeded, so every
 message is the same on every run):
 
-1. the call, the shape and dtype (X's), X left unchanged, n = max_len accepted;
+1. the call, the shape and dtype (X's, float32 and float64), X left unchanged, n = max_len
+   accepted;
 2. trainable parameters exist, none in a lower precision than X (float16), and two instances
    do not share one (a class-level table);
 3. in eval mode the output is X + E, with E the same for every X, every example of the batch,
@@ -19,6 +20,9 @@ message is the same on every run):
    160, so every entry of every position's vector can be learned on its own (one scale times
    the sinusoid has rank 1, one scalar per position rank 10); and the output follows a
    change of the parameters (no copy of the table kept from an earlier call);
+   the table follows max_len (max_len=1200, above the default 1000: at least 1200 x 16
+   trainable numbers, and a sequence of 1200 accepted), and a sequence longer than max_len
+   raises an error (no position is wrapped, clamped or given a row past max_len);
 5. in train mode with dropout 0.5 and 0.2, every entry is 0 or (X + E) / (1 - p), a share
    p of them 0: dropout on the sum, at the given rate (the placement the exercise asks
    for); and the keep-masks of two calls, of two examples, of two features and of two
@@ -47,6 +51,7 @@ TASK = REVERSAL
 MARGIN = 0.30  # the learned encoding must be right on at least 30 points more positions
 DROPOUTS = (0.5, 0.2)  # the rates tried in train mode
 SE_TOLERANCE = 5.5  # the dropout share may differ from the rate by 5.5 standard errors
+LONG_MAX_LEN = 1200  # a max_len above the default 1000: the table must follow max_len
 
 
 def _order_model(pos_encoding_class, seed=0):
@@ -132,9 +137,10 @@ def _one_of(Y, choices, atol=1e-5):
 @checker("learned positional encoding")
 def check_learned_positional_encoding(cls, train=True):
     """Check a learned positional encoding class: the call and shape; a trainable table with
-    one vector per position, added to X, as many as max_len (tried with 300); dropout on
-    the sum in train mode; and (with `train=True`, about 10 s on a laptop CPU) that it helps
-    on a task where order matters: reversing a sequence."""
+    one vector per position, added to X, as many as max_len (tried with 1200), a longer
+    sequence refused, float64 kept; dropout on the sum in train mode; and (with
+    `train=True`, about 10 s on a laptop CPU) that it helps on a task where order matters:
+    reversing a sequence."""
     d = 16
     case = "cls(num_hiddens=16, dropout=0.0, max_len=50)"
     module = _make(cls, case, num_hiddens=d, dropout=0.0, max_len=50)
@@ -147,6 +153,7 @@ def check_learned_positional_encoding(cls, train=True):
         fail("forward(X) changed X in place; return a new tensor (X + P, not X += P).")
     _forward(module, torch.randn(2, 50, d, generator=g),
              "X of shape (2, 50, 16), as long as max_len")
+    _expect_float64(cls, d)
     if not any(p.requires_grad for p in fresh.parameters()):
         fail("cls(16, 0.0) has no trainable parameters once built: an optimizer created then "
              "(as in every training loop) would train nothing.",
@@ -184,6 +191,7 @@ def check_learned_positional_encoding(cls, train=True):
              "forward must return X plus the encoding: the token embeddings X carry the "
              "symbols, the encoding only says where they are.")
     if not torch.allclose(E1, E2, atol=1e-5):
+        _expect_x_unscaled(X1, X2, out1, out2)
         fail("forward(X) - X changes with X: the encoding must be added to X, and not depend "
              "on it (out = X + P[:n]).",
              "X * P (multiplying) or a layer applied to X is not a positional encoding: "
@@ -246,16 +254,21 @@ def check_learned_positional_encoding(cls, train=True):
 
     _expect_current_parameters(cls, module, d)
 
-    long_case = "cls(num_hiddens=16, dropout=0.0, max_len=300)"
-    long = _make(cls, long_case, num_hiddens=d, dropout=0.0, max_len=300)
+    long_len = LONG_MAX_LEN
+    long_case = f"cls(num_hiddens=16, dropout=0.0, max_len={long_len})"
+    long = _make(cls, long_case, num_hiddens=d, dropout=0.0, max_len=long_len)
     size = sum(p.numel() for p in long.parameters() if p.requires_grad)
-    if 0 < size < 300 * d:
+    if 0 < size < long_len * d:
         fail(f"{long_case} has {size} trainable numbers, fewer than max_len x num_hiddens = "
-             f"{300 * d}: it cannot give each of the 300 positions its own vector.",
+             f"{long_len * d}: it cannot give each of the {long_len} positions its own "
+             "vector.",
              "build the table from the max_len argument, nn.Parameter(torch.randn(1, "
-             "max_len, num_hiddens)), not from a fixed size.")
-    _forward(long, torch.randn(1, 300, d, generator=torch.Generator().manual_seed(60)),
-             f"X of shape (1, 300, 16) with {long_case}")
+             "max_len, num_hiddens)), not from a fixed size (such as the default 1000).")
+    with torch.no_grad():
+        _forward(long.eval(), torch.randn(1, long_len, d,
+                                          generator=torch.Generator().manual_seed(60)),
+                 f"X of shape (1, {long_len}, 16) with {long_case}")
+    _expect_too_long_refused(module, d)
 
     _check_dropout(cls, d)
     if not train:
@@ -273,6 +286,73 @@ def check_learned_positional_encoding(cls, train=True):
              "check the training of your table: it must be the encoding's only job to say "
              "where each token is, with values about as large as the embeddings (std 1).")
     return None
+
+
+def _expect_float64(cls, d):
+    """A float64 model (module.double()) on float64 X must give float64: the encoding keeps
+    X's dtype, it does not cast to a fixed one."""
+    case = "X of shape (2, 7, 16) in float64, cls(16, 0.0, max_len=50).double() (eval mode)"
+    module = _make(cls, "cls(16, 0.0, max_len=50)", d, 0.0, max_len=50).double().eval()
+    X = torch.randn(2, 7, d, generator=torch.Generator().manual_seed(64)).double()
+    with torch.no_grad():
+        out = call(module, X, name="forward", case=case, hint_on_error=_slice_hint)
+    expect_tensor(out, X.shape, what="forward(X)", case=case)
+    if out.dtype != X.dtype:
+        fail(f"forward(X) has dtype {out.dtype} on {case}, while X and every parameter are "
+             f"{X.dtype}: the encoding must keep X's dtype (a float64 model, e.g. for a "
+             "gradient check, must stay float64 throughout).",
+             "do not cast the result or the table to a fixed dtype (.float(), "
+             "dtype=torch.float32 in forward): return self.dropout(X + self.P[:, :n]), "
+             "or cast with .to(X.dtype).")
+
+
+def _expect_x_unscaled(X1, X2, out1, out2):
+    """forward(X) = c X + E with c != 1: X is scaled (the Transformer's sqrt(d) habit)."""
+    dX, dY = X1 - X2, out1 - out2
+    c = float((dX * dY).sum() / (dX * dX).sum())
+    if abs(c - 1) > 1e-3 and torch.allclose(dY, c * dX, atol=1e-4):
+        d = X1.shape[-1]
+        which = f" (sqrt(num_hiddens) = sqrt({d}))" if abs(c - math.sqrt(d)) < 1e-3 else ""
+        fail(f"forward(X) - X changes with X: your forward returns {c:.4g} * X + P{which}, "
+             "not X + P: it scales X before adding the encoding.",
+             "do not scale X: return self.dropout(X + self.P[:, :n]). Multiplying the "
+             "embeddings by sqrt(num_hiddens) is the model's job, done before the encoding "
+             "is called (the course's PositionalEncoding does not scale X either).")
+
+
+def _expect_too_long_refused(module, d):
+    """A sequence longer than max_len has no vectors for its last positions: forward must
+    raise (as PositionalEncoding and a sliced table do), not wrap, clamp or read rows past
+    max_len."""
+    n, max_len = 60, 50
+    case = f"X of shape (1, {n}, 16) (longer than max_len={max_len})"
+    X = torch.randn(1, n, d, generator=torch.Generator().manual_seed(61))
+    module.eval()
+    with torch.no_grad():
+        try:
+            out = module(X)
+        except Exception:  # any error: the learner's, or the failing slice's
+            return
+        table = module(torch.zeros(1, max_len, d))[0]  # (max_len, d): each row's vector
+    past = "the positions 50 to 59 get vectors"
+    if isinstance(out, torch.Tensor) and out.shape == X.shape:
+        extra = (out - X)[0, max_len:]  # what positions 50..59 got
+        size = sum(p.numel() for p in module.parameters() if p.requires_grad)
+        if torch.allclose(extra, table[:n - max_len], atol=1e-5):
+            past = ("the positions 50 to 59 reuse the vectors of positions 0 to 9 (i % "
+                    "max_len): the model cannot tell position 55 from position 5")
+        elif torch.allclose(extra, table[-1:].expand_as(extra), atol=1e-5):
+            past = "the positions 50 to 59 all reuse the vector of position 49 (clamped)"
+        elif size >= n * d:
+            past = (f"your module has {size} trainable numbers, room for at least {n} "
+                    f"positions: its table does not follow max_len={max_len}")
+    fail(f"forward accepted {case} without an error: {past}. A learned table has one "
+         "vector per position i < max_len; a longer sequence must raise an error, as the "
+         "course's PositionalEncoding does (ValueError), or the model silently computes "
+         "with positions it has no vectors for.",
+         "build the table from max_len, nn.Parameter(torch.randn(1, max_len, num_hiddens)), "
+         "and slice it, self.P[:, :n]: for n > max_len the sum then fails (or raise "
+         "ValueError yourself). Do not wrap (i % max_len) or clamp the positions.")
 
 
 def _expect_precision(module, dtype):
