@@ -47,7 +47,18 @@ def _softmax_cases():
          "(torch.randn(3, 2, 4).transpose(0, 1))",
          torch.randn(3, 2, 4, generator=torch.Generator().manual_seed(13)).transpose(0, 1)),
         *_softmax_cases_round5(),
+        *_softmax_cases_round6(),
     ]
+
+
+def _softmax_cases_round6():
+    """Added after red-team round 6: -inf scores (masked, as in exercise 1.2 and chapter 3)
+    next to finite scores below -1e4, where a finite stand-in for -inf (nan_to_num(neginf=
+    -1e4), a clamp) outranks the real scores."""
+    inf = float("inf")
+    return [("a (2, 4) matrix with -inf entries (masked scores): rows [-inf, -20000, -20001, "
+             "-inf] and [0.5, -inf, 1, 2]",
+             torch.tensor([[-inf, -2e4, -2e4 - 1, -inf], [0.5, -inf, 1.0, 2.0]]))]
 
 
 def _softmax_cases_round5():
@@ -163,7 +174,18 @@ def check_softmax(fn):
         # Rounding: shifting by the max is exact, exp(x - logsumexp(x)) (also right) is off by
         # about eps * |x|, so the tolerance grows with the dtype's eps and the scores' size.
         eps = torch.finfo(scores.dtype).eps
-        tol = dict(atol=max(1e-5, 8 * eps * scores.abs().max().item(), 4 * eps), rtol=1e-4)
+        finite = scores[torch.isfinite(scores)]
+        largest = finite.abs().max().item() if finite.numel() else 0.0
+        tol = dict(atol=max(1e-5, 8 * eps * largest, 4 * eps), rtol=1e-4)
+        masked = scores == float("-inf")
+        if bool((out.detach()[masked] != 0).any()):
+            at = tuple(int(i) for i in (masked & (out.detach() != 0)).nonzero()[0])
+            fail(f"softmax(scores) gives weight {out[at].item():.4g} to a score of -inf at "
+                 f"index {at} on {case}: e^-inf = 0, so a -inf score must get weight "
+                 "exactly 0.",
+                 "keep -inf as it is: replacing it with a finite number (nan_to_num, a clamp, "
+                 "a fill with -1e4) gives it weight when the row's other scores lie below "
+                 "that number. exp(-inf - max) is 0 as long as the row has a finite score.")
         sums = out.double().sum(dim=-1)
         if not is_close(sums, torch.ones_like(sums), atol=tol["atol"], rtol=0):
             hint = "divide by the sum over dim=-1 (keepdim=True), not by the max and not " \
@@ -193,7 +215,10 @@ def check_softmax(fn):
                          ("a (2, 3, 4) batch", torch.randn(2, 3, 4, generator=g)),
                          ("a (2, 4) matrix of scores near +-1000 with a dominating one",
                           torch.tensor([[1000.0, 999.0, 998.5, -1000.0],
-                                        [-1000.0, -999.0, -1001.0, -1002.5]]))]:
+                                        [-1000.0, -999.0, -1001.0, -1002.5]])),
+                         ("a (2, 4) matrix with -inf entries (masked scores)",
+                          torch.tensor([[-float("inf"), 1.5, -0.5, 0.25],
+                                        [2.0, -float("inf"), -float("inf"), -1.0]]))]:
         def learner(s):
             with forbidden(_SOFTMAXES, why):
                 return fn(s)
@@ -274,6 +299,7 @@ def _topk_cases():
          torch.tensor([[2.0, 0.0], [1.0, 0.0], [0.9998, 0.0], [0.0, 1.0]]),
          torch.randn(4, 3, generator=torch.Generator().manual_seed(4)), _dot, 2),
         *_topk_cases_round5(),
+        *_topk_cases_round6(),
     ]
 
 
@@ -283,6 +309,33 @@ def _topk_cases_round5():
     return [("3 queries, 6 keys, k=2, dot score in float64",
              *[torch.randn(n, d, generator=g, dtype=torch.float64)
                for n, d in ((3, 4), (6, 4), (6, 3))], _dot, 2)]
+
+
+def _topk_cases_round6():
+    """Added after red-team round 6: as many queries as keys, where a k-th best score
+    without its keys axis (values[:, -1], shape (num_queries,)) broadcasts without an error
+    and compares query i's scores with query j's k-th best."""
+    g = torch.Generator().manual_seed(28)
+    return [("4 queries, 4 keys, k=2, dot score (as many queries as keys)",
+             *[torch.randn(n, d, generator=g) for n, d in ((4, 3), (4, 3), (4, 2))], _dot, 2)]
+
+
+def _kth_without_keys_axis(weights, scores, k):
+    """True if `weights` keep, in row i, the keys j with scores[i, j] >= the k-th best score
+    of query j (the k-th best taken without keepdim, broadcast along the keys axis), which
+    differs from the right mask; a row that keeps no key is NaN."""
+    n_q, n_k = scores.shape
+    if n_q != n_k or n_q == 1 or tuple(weights.shape) != (n_q, n_k) \
+            or not weights.is_floating_point():
+        return False
+    kth = scores.topk(k, dim=-1).values[:, -1]
+    wrong, right = scores >= kth, scores >= kth[:, None]
+    if torch.equal(wrong, right):
+        return False
+    w = weights.detach()
+    nan_rows = torch.isnan(w).any(dim=-1)
+    return torch.equal(nan_rows, ~wrong.any(dim=-1)) \
+        and torch.equal((w != 0)[~nan_rows], wrong[~nan_rows])
 
 
 def _fill_hint(error):
@@ -305,6 +358,7 @@ def check_topk_attention_pool(fn):
     """Check `fn(queries, keys, values, score, k)` -> (outputs, weights) for top-k attention
     pooling, on asymmetric scores, large and far-off scores, 60 keys, float16, tied scores
     (all keys tied with the k-th best are kept), and gradients."""
+    kept_before = {}   # (num_queries, num_keys, k) -> (case, which weights were not 0)
     for case, queries, keys, values, score, k in _topk_cases():
         n_q, n_k, d_v = queries.shape[0], keys.shape[0], values.shape[1]
         result = call(fn, queries, keys, values, score, k, name="topk_attention_pool",
@@ -319,6 +373,15 @@ def check_topk_attention_pool(fn):
             fail(f"the pair looks swapped on {case}: the first tensor has the weights' shape "
                  f"({n_q}, {n_k}) and the second the outputs' ({n_q}, {d_v}).",
                  "return (outputs, weights), in this order.")
+        if isinstance(weights, torch.Tensor) \
+                and _kth_without_keys_axis(weights, score(queries, keys), k):
+            fail(f"the weights are wrong on {case}: row i keeps key j where scores[i, j] "
+                 "reaches the k-th best score of query j, instead of query i's own k-th best "
+                 "score.",
+                 "the k-th best scores, topk(k, dim=-1).values[:, -1], have shape "
+                 "(num_queries,); compared with the (num_queries, num_keys) scores they line "
+                 "up with the keys axis, without an error when num_queries == num_keys. Keep "
+                 "a keys axis of size 1: values[:, -1:] (or [:, -1, None]).")
         overflow = ("exp() overflows for large scores, or underflows to 0/0 when every score "
                     "is very negative: use torch.softmax, or subtract each row's maximum "
                     "before exp.")
@@ -349,6 +412,15 @@ def check_topk_attention_pool(fn):
         expect_tensor(weights, dtype=queries.dtype, what="weights", case=case)
         expect_tensor(outputs, dtype=queries.dtype, what="outputs", case=case)
         ref_out, ref_weights = _topk_reference(queries, keys, values, score, k)
+        kept_keys, earlier = weights.detach() != 0, kept_before.get((n_q, n_k, k))
+        if earlier is not None and torch.equal(kept_keys, earlier[1]) \
+                and not torch.equal(kept_keys, ref_weights != 0):
+            fail(f"the weights are wrong on {case}: they keep the same keys as on "
+                 f"{earlier[0]} (the same sizes and k, other inputs), not the keys with "
+                 "this call's k highest scores.",
+                 "compute everything from this call's arguments: keep nothing between calls "
+                 "(no cache or global keyed on the shapes or k).")
+        kept_before[(n_q, n_k, k)] = (case, kept_keys)
         tol = dict(atol=2e-3, rtol=2e-3) if queries.dtype == torch.half else \
             dict(atol=1e-5, rtol=1e-4)
         sums = weights.double().sum(dim=-1)
