@@ -238,10 +238,25 @@ def test_check_mlm_masking_rejects_round1(fn, fragment):
     rejects(checks.check_mlm_masking, fn, fragment)
 
 
-@pytest.mark.parametrize("fn, fragment", redteam("round1_ch08", "check_mlm_masking",
-                                                 "RIGHT_BUT_UNUSUAL"))
+# Right in rounds 1 and 2, wrong since round 6 (the text says "drawn uniformly from the
+# ordinary ids", the original included): a vocabulary of 2 ordinary ids shows it.
+NOT_THE_ORIGINAL = {"random token differs from the original", "Q_random_never_same"}
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    p for p in redteam("round1_ch08", "check_mlm_masking", "RIGHT_BUT_UNUSUAL")
+    if p.id not in NOT_THE_ORIGINAL])
 def test_check_mlm_masking_accepts_round1_right_solutions(fn, fragment):
     accepts(checks.check_mlm_masking, fn)
+
+
+def test_check_mlm_masking_rejects_random_tokens_that_avoid_the_original():
+    from checker_redteam import round1_ch08 as r1
+    from checker_redteam import round2_ch08_mlm as r2
+
+    for fn in (r1.mlm_random_not_original, r2.Q_random_never_same):
+        rejects(checks.check_mlm_masking, fn, "vocabulary of 2 ordinary tokens",
+                "avoid the original token")
 
 
 def _binomial_tails(n, p, low, high):
@@ -291,6 +306,14 @@ def test_the_masking_checkers_false_failure_rate_is_below_one_in_a_million():
         "replacements from the row": normal + 2e-9,  # plus a slack: smaller, in fact
         "replacements": replacement,
     }
+    # the call with a vocabulary of 2 ordinary ids: [MASK] share 80%, unchanged 15%
+    tiny = ch08._masking_vocab(2)
+    tiny_tokens = ch08._masking_batch(tiny, num_rows=8000, seed=5)
+    n_tiny = round(int((tiny_tokens >= tiny.num_specials).sum()) * ch08.P_CHOOSE)
+    assert 25_000 < n_tiny < 29_000
+    rates["tiny vocabulary, [MASK] share"] = rate_tail(n_tiny, ch08.P_MASK)
+    rates["tiny vocabulary, unchanged share"] = rate_tail(n_tiny, 0.15)
+    assert rates["tiny vocabulary, unchanged share"] < 5e-8
     assert 250_000 < n_ord < 290_000
     assert rates["chosen share"] < 5e-8 and rates["[MASK] share"] < 5e-8
     assert replacement < 1e-7, (low, high, replacement)
@@ -384,17 +407,18 @@ def test_masking_failure_message_names_what_was_seen_and_expected():
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_ch08_mlm", ("W_",)))
-def test_check_mlm_masking_rejectsredteam_entries(fn):
+def test_check_mlm_masking_rejects_round2(fn):
     rejects(checks.check_mlm_masking, fn)
 
 
-@pytest.mark.parametrize("fn", redteam_entries("round2_ch08_mlm", ("C_", "O_", "Q_")))
+@pytest.mark.parametrize("fn", [p for p in redteam_entries("round2_ch08_mlm", ("C_", "O_", "Q_"))
+                                if p.id not in NOT_THE_ORIGINAL])
 def test_check_mlm_masking_accepts_round2_right_solutions(fn):
     accepts(checks.check_mlm_masking, fn)
 
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_ch08_count", ("W_",)))
-def test_check_bert_param_count_rejectsredteam_entries(fn):
+def test_check_bert_param_count_rejects_round2(fn):
     rejects(checks.check_bert_param_count, fn)
 
 
@@ -453,3 +477,72 @@ def test_round5_masking_messages_name_the_fault():
     }
     for fn, fragment in expected.items():
         rejects(checks.check_mlm_masking, fn, fragment)
+
+
+# -- Round 6 red team (tests/checker_redteam/round6_ch08_*.py) -------------------------------
+
+def test_round6_masking_messages_name_the_fault():
+    from checker_redteam import round6_ch08_mlm as r6
+
+    expected = {
+        r6.W_22_mask_token_counts_as_ordinary: ("holds [MASK]", "never predicted"),
+        r6.W_27_view_flatten: ("not contiguous in memory", ".reshape()"),
+        r6.W_28_multinomial_per_row: ("rows that hold no ordinary token",
+                                      "nothing to choose"),
+        r6.W_16_random_may_be_special_mask: ("vocabulary of 2 ordinary tokens",
+                                             "include [MASK]"),
+        r6.W_02_random_excludes_original: ("expected 10% + 10% x 1/2 = 15%",
+                                           "avoid the original token"),
+        r6.W_14_seed_from_call_counter: ("seeds a random generator at every call",
+                                         "Generator.manual_seed"),
+        r6.W_19_global_seed_counter: ("seeds a random generator", "torch.manual_seed"),
+        r6.W_09_rate_over_all_positions: ("chosen depends on the row",
+                                          "not of all positions"),
+    }
+    for fn, fragments in expected.items():
+        rejects(checks.check_mlm_masking, fn, *fragments)
+
+
+def _masked(tokens, vocab, chosen, a, rnd):
+    inputs = torch.where(chosen & (a < 0.8), vocab.mask, tokens)
+    inputs = torch.where(chosen & (a >= 0.8) & (a < 0.9), rnd, inputs)
+    return inputs, torch.where(chosen, tokens, IGNORE)
+
+
+def seeded_from_the_callers_stream(tokens, vocab):
+    """A private generator seeded from torch's global stream: it follows the caller's seed
+    (book.set_seed), so it is harmless and accepted."""
+    g = torch.Generator().manual_seed(int(torch.randint(2 ** 62, ())))
+    chosen = (tokens >= vocab.num_specials) & (torch.rand(tokens.shape, generator=g) < 0.15)
+    a = torch.rand(tokens.shape, generator=g)
+    rnd = torch.randint(vocab.num_specials, len(vocab), tokens.shape, generator=g)
+    return _masked(tokens, vocab, chosen, a, rnd)
+
+
+def numpy_seeded_by_a_counter(tokens, vocab, _calls=[0]):
+    _calls[0] += 1
+    rng = np.random.RandomState(_calls[0])
+    shape = tuple(tokens.shape)
+    chosen = (tokens >= vocab.num_specials) & torch.from_numpy(rng.random_sample(shape) < 0.15)
+    a = torch.from_numpy(rng.random_sample(shape))
+    rnd = torch.from_numpy(rng.randint(vocab.num_specials, len(vocab), shape))
+    return _masked(tokens, vocab, chosen, a, rnd)
+
+
+def numpy_global_seeded_by_a_counter(tokens, vocab, _calls=[0]):
+    _calls[0] += 1
+    np.random.seed(_calls[0])
+    shape = tuple(tokens.shape)
+    chosen = (tokens >= vocab.num_specials) & torch.from_numpy(
+        np.random.random_sample(shape) < 0.15)
+    a = torch.from_numpy(np.random.random_sample(shape))
+    rnd = torch.from_numpy(np.random.randint(vocab.num_specials, len(vocab), shape))
+    return _masked(tokens, vocab, chosen, a, rnd)
+
+
+def test_seeding_inside_is_refused_unless_it_follows_the_callers_seed():
+    accepts(checks.check_mlm_masking, seeded_from_the_callers_stream)
+    rejects(checks.check_mlm_masking, numpy_seeded_by_a_counter,
+            "numpy.random.RandomState with a seed")
+    rejects(checks.check_mlm_masking, numpy_global_seeded_by_a_counter,
+            "numpy.random.seed with a seed")
