@@ -256,7 +256,7 @@ def test_check_pre_norm_block_rejects_wrong_blocks(name):
 # -- Round 2 red team (tests/checker_redteam/round2_*.py) -------------------------------------
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_ch07_mask", ("W_",)))
-def test_check_causal_mask_rejectsredteam_entries(fn):
+def test_check_causal_mask_rejects_round2(fn):
     rejects(checks.check_causal_mask, fn)
 
 
@@ -266,7 +266,7 @@ def test_check_causal_mask_accepts_round2_right_solutions(fn):
 
 
 @pytest.mark.parametrize("fn", redteam_entries("round2_ch07_prenorm", ("W_",)))
-def test_check_pre_norm_block_rejectsredteam_entries(fn):
+def test_check_pre_norm_block_rejects_round2(fn):
     rejects(checks.check_pre_norm_block, fn)
 
 
@@ -356,3 +356,82 @@ def test_check_pre_norm_block_refuses_a_float32_output_of_a_float64_block():
 
     rejects(checks.check_pre_norm_block, Float32Out, "has dtype torch.float32",
             "compute in X's dtype")
+
+
+# -- Round 6 red team (tests/checker_redteam/round6_ch07_pre_norm.py): the expected values
+# come from the checker's own TransformerEncoderBlock, and the learner's module tree must be
+# a fresh block's, so changes made in __init__ or by forward are named ---------------------
+R6_PRENORM = {
+    "W_13_cached_ln_output": "keeps something from an earlier call",
+    "W_16_shared_layernorm_module": "self.addnorm2.ln and self.addnorm1.ln of your block are "
+                                    "one and the same LayerNorm",
+    "W_17_remembers_last_valid_lens": "keeps something from an earlier call",
+    "W_20_init_swaps_relu_for_gelu": "self.ffn.relu of your block is a GELU, where a "
+                                     "TransformerEncoderBlock(16, 32, 4, 0.0) has a ReLU",
+    "W_21_init_zero_dropout": "self.addnorm1.dropout.p of your block is 0.0, where a "
+                              "TransformerEncoderBlock(16, 32, 4, 0.5) has 0.5",
+    "W_22_init_eps_changed": "self.addnorm1.ln.eps of your block is 0.1",
+    "W_23_init_ignores_dropout_arg": "every Dropout of your block has p = 0.1, though the "
+                                     "block was built with dropout=0.0",
+    "W_24_forward_sets_p_zero": "your block's forward changed its modules: "
+                                "self.addnorm1.dropout.p was 0.5 before the call and is 0.0",
+}
+
+
+@pytest.mark.parametrize("name", R6_PRENORM)
+def test_check_pre_norm_block_round6_messages(name):
+    text = rejects(checks.check_pre_norm_block,
+                   redteam_entry("round6_ch07_pre_norm", name), R6_PRENORM[name])
+    if name.startswith(("W_16", "W_20", "W_21", "W_22", "W_23")):
+        assert "the exercise changes only forward" in text
+    if name == "W_13_cached_ln_output":
+        assert "a second X of shape (2, 6, 16)" in text
+        assert "autograd" not in text
+
+
+class Aliases(TransformerEncoderBlock):
+    """Right: __init__ adds aliases of the block's own modules (nothing new, nothing
+    replaced), and forward loops over them."""
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.norms = torch.nn.ModuleList([self.addnorm1.ln, self.addnorm2.ln])
+
+    def forward(self, X, valid_lens):
+        Z = self.norms[0](X)
+        Y = X + self.addnorm1.dropout(self.attention(Z, Z, Z, valid_lens))
+        return Y + self.addnorm2.dropout(self.ffn(self.norms[1](Y)))
+
+
+def test_check_pre_norm_block_accepts_aliases_of_its_own_modules():
+    accepts(checks.check_pre_norm_block, Aliases)
+
+
+def test_check_pre_norm_block_refuses_new_parameters_and_shared_sublayers():
+    class ExtraGain(TransformerEncoderBlock):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.gain = torch.nn.Parameter(torch.ones(()))
+
+        def forward(self, X, valid_lens):
+            return PreNorm.forward(self, X, valid_lens) * self.gain
+
+    class OneAddNorm(TransformerEncoderBlock):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.addnorm2 = self.addnorm1
+
+        def forward(self, X, valid_lens):
+            return PreNorm.forward(self, X, valid_lens)
+
+    class ReplacesFFN(TransformerEncoderBlock):
+        """forward swaps in a new FFN module (right shapes, its own weights)."""
+        def forward(self, X, valid_lens):
+            self.ffn = type(self.ffn)(32, 16, num_inputs=16)
+            return PreNorm.forward(self, X, valid_lens)
+
+    rejects(checks.check_pre_norm_block, ExtraGain, "it has ['gain'] besides",
+            "the exercise changes only forward")
+    rejects(checks.check_pre_norm_block, OneAddNorm,
+            "self.addnorm2 and self.addnorm1 of your block are one and the same AddNorm")
+    rejects(checks.check_pre_norm_block, ReplacesFFN, "your block's forward changed its "
+            "modules", "forward must not change the block's modules")

@@ -3,6 +3,7 @@ import torch
 
 import torch.nn.functional as F
 
+from ..transformer import TransformerEncoderBlock
 from ._core import call, checker, expect_close, expect_gradients, expect_tensor, fail, \
     is_close, seeded
 
@@ -79,6 +80,15 @@ def _reference_pre_norm(block, X, valid_lens):
     Z = norm1(X)
     Y = X + block.addnorm1.dropout(block.attention(Z, Z, Z, valid_lens))
     return Y + block.addnorm2.dropout(block.ffn(norm2(Y)))
+
+
+class _PreNormReference(TransformerEncoderBlock):
+    """The checker's own block: a TransformerEncoderBlock built here (never the learner's
+    class, so nothing the learner's __init__ or forward changes reaches the expected values)
+    with the pre-LN forward. The learner's block gets its parameters."""
+
+    def forward(self, X, valid_lens):
+        return _reference_pre_norm(self, X, valid_lens)
 
 
 def _mistakes(block):
@@ -216,19 +226,122 @@ def _dropout_mistakes(block):
             (on_input, "dropout is applied to the sublayer's input LN(X), not its output.")]
 
 
-def _block(cls, dropout, case):
+def _settings(module):
+    """The plain settings of a module (Dropout.p, LayerNorm.eps, Linear sizes, ...)."""
+    return {key: value for key, value in vars(module).items()
+            if not key.startswith("_") and key != "training"
+            and isinstance(value, (bool, int, float, str, tuple))}
+
+
+def _tree(block):
+    """{path: (type, settings)} of every submodule of a block, as built."""
+    return {path: (type(module), _settings(module))
+            for path, module in block.named_modules() if path}
+
+
+_KEEP_HINT = ("keep the submodules TransformerEncoderBlock.__init__ builds, as it builds "
+              "them: the exercise changes only forward. An __init__ of your own must pass "
+              "every argument on to super().__init__(...) unchanged and change nothing "
+              "after it.")
+_FORWARD_KEEPS_HINT = ("forward must not change the block's modules or their settings (p, "
+                       "eps, ...): they belong to __init__, and the train/eval mode to the "
+                       "caller.")
+
+
+def _expect_tree(block, ref, case=None):
+    """The learner's block must have the submodules of a fresh TransformerEncoderBlock with
+    the same arguments: the same types and settings, and no module in two places. Checked
+    after construction and (with `case`) after each call: forward must not change them."""
+    args = f"TransformerEncoderBlock(16, 32, 4, {ref.dropout_arg})"
+    if case:  # it was right before the call
+        where, hint = f"on {case}, your block's forward changed its modules: ", \
+            _FORWARD_KEEPS_HINT
+    else:
+        where, hint = "", _KEEP_HINT
+    seen = {}
+    for path, (kind, settings) in ref.template.items():
+        mine = _submodule(block, path)
+        if mine is None:
+            fail(f"{where}your block has no self.{path} (a {args} has a {kind.__name__} "
+                 "there).", hint)
+        if type(mine) is not kind:
+            fail(f"{where}self.{path} of your block is a {type(mine).__name__}, where a "
+                 f"{args} has a {kind.__name__}.", hint)
+        for key, value in settings.items():
+            have = getattr(mine, key, "missing")
+            if have == value:
+                continue
+            rates = {getattr(_submodule(block, other), "p", None)
+                     for other, (k, _) in ref.template.items() if k is torch.nn.Dropout}
+            if case:
+                fail(f"{where}self.{path}.{key} was {value!r} before the call and is "
+                     f"{have!r} after it.", hint)
+            if key == "p" and kind is torch.nn.Dropout and rates == {have}:
+                fail(f"every Dropout of your block has p = {have!r}, though the block was "
+                     f"built with dropout={ref.dropout_arg}: the block ignores its dropout "
+                     "argument.", hint)
+            fail(f"self.{path}.{key} of your block is {have!r}, where a {args} has "
+                 f"{value!r}.", hint)
+        if id(mine) in seen:
+            fail(f"{where}self.{path} and self.{seen[id(mine)]} of your block are one and "
+                 f"the same {kind.__name__}, where a {args} has two, each with its own "
+                 "parameters.", hint)
+        seen[id(mine)] = path
+
+
+def _submodule(block, path):
+    try:
+        return block.get_submodule(path)
+    except AttributeError:
+        return None
+
+
+def _load(block, ref):
+    """Give the learner's block the reference's parameters (the same names and shapes)."""
+    args = f"TransformerEncoderBlock(16, 32, 4, {ref.dropout_arg})"
+    want = ref.state_dict()
+    have = block.state_dict(keep_vars=True)
+    known = {id(value) for key, value in have.items() if key in want}
+    missing = [key for key in want if key not in have]
+    extra = [key for key, value in have.items()
+             if key not in want and id(value) not in known]
+    if missing or extra:
+        fail(f"your block's parameters and buffers are not those of a {args}: "
+             + (f"it lacks {missing}" if missing else "")
+             + ("; " if missing and extra else "")
+             + (f"it has {extra} besides" if extra else "") + ".", _KEEP_HINT)
+    try:
+        block.load_state_dict(want, strict=False)  # aliases of known tensors are allowed
+    except RuntimeError as error:
+        fail(f"the parameters of a {args} do not fit your block: {error}", _KEEP_HINT)
+
+
+def _blocks(cls, dropout):
+    """(the learner's block, the checker's reference) with the same parameters: the
+    reference is a fresh TransformerEncoderBlock with LayerNorm parameters made visible
+    (they start as the identity affine map), loaded into the learner's block."""
     with seeded(0):
-        block = call(cls, 16, 32, 4, dropout, name="PreNormEncoderBlock", case=case)
+        ref = _PreNormReference(16, 32, 4, dropout)
+    ref.dropout_arg, ref.template = dropout, _tree(ref)
+    with torch.no_grad():
+        g = torch.Generator().manual_seed(2)
+        for ln in (ref.addnorm1.ln, ref.addnorm2.ln):
+            ln.weight.copy_(0.5 + torch.rand(ln.weight.shape, generator=g))
+            ln.bias.copy_(torch.rand(ln.bias.shape, generator=g) - 0.5)
+    return _learner_block(cls, ref), ref
+
+
+def _learner_block(cls, ref):
+    case = f"PreNormEncoderBlock(16, 32, 4, {ref.dropout_arg})"
+    with seeded(0):
+        block = call(cls, 16, 32, 4, ref.dropout_arg, name="PreNormEncoderBlock", case=case)
     for part in ("attention", "addnorm1", "ffn", "addnorm2"):
         if not hasattr(block, part):
             fail(f"your block has no `{part}`.",
                  "subclass TransformerEncoderBlock and override only forward, so the block "
                  "keeps its attention, addnorm1.ln, ffn and addnorm2.ln.")
-    with torch.no_grad():  # LayerNorm starts as the identity affine map: make it visible
-        g = torch.Generator().manual_seed(2)
-        for ln in (block.addnorm1.ln, block.addnorm2.ln):
-            ln.weight.copy_(0.5 + torch.rand(ln.weight.shape, generator=g))
-            ln.bias.copy_(torch.rand(ln.bias.shape, generator=g) - 0.5)
+    _expect_tree(block, ref)
+    _load(block, ref)
     return block
 
 
@@ -244,12 +357,19 @@ def _modes(block):
     return {name: module.training for name, module in block.named_modules()}
 
 
-def _run(block, X, valid_lens, case):
+def _run(block, ref, X, valid_lens, case):
     """Call the learner's block; its forward must leave every module's train/eval mode as
-    the caller set it (a forward that calls self.eval() never drops anything)."""
+    the caller set it (a forward that calls self.eval() never drops anything), and every
+    submodule as it was."""
     before = _modes(block)
+    modules = {path: _submodule(block, path) for path in ref.template}
     out = call(block, X, valid_lens, name="your block", case=case,
                hint_on_error=(lambda error: _NONE_HINT) if valid_lens is None else None)
+    for path, module in modules.items():
+        if _submodule(block, path) is not module:
+            fail(f"on {case}, your block's forward changed its modules: self.{path} is "
+                 f"no longer the {type(module).__name__} it had before the call (forward "
+                 "assigned another module to it).", _FORWARD_KEEPS_HINT)
     after = _modes(block)
     changed = [name for name, mode in before.items() if after.get(name, mode) != mode]
     if changed:
@@ -262,37 +382,49 @@ def _run(block, X, valid_lens, case):
              "model.train() and model.eval() belong to the caller (the training loop); "
              "nn.Dropout follows the mode by itself, so forward needs no self.eval() or "
              "self.train().")
+    _expect_tree(block, ref, case)
     expect_tensor(out, X.shape, what="the block's output", case=case)
     return out
 
 
-def _lengths_used(block, X, out):
+def _lengths_used(ref, X, out):
     """The valid lengths [a, b] (1..n each) that make the reference give `out`, or None."""
     n = X.shape[1]
     for a in range(1, n + 1):
         for b in range(1, n + 1):
             lens = torch.tensor([a, b])
-            if is_close(out, _reference_pre_norm(block, X, lens), atol=1e-4, rtol=1e-4):
+            if is_close(out, ref(X, lens), atol=1e-4, rtol=1e-4):
                 return [a, b]
     return None
 
 
-def _expect_eval_output(block, X, valid_lens, case, diagnose=True):
-    """Eval mode, no gradient: the output must be the reference's; if not, say why."""
+def _expect_eval_output(block, ref, X, valid_lens, case, renew, diagnose=True):
+    """Eval mode, no gradient: the output must be the reference's; if not, say why.
+    renew() gives a new learner block with the same parameters (never called yet)."""
     with torch.no_grad():
-        out = _run(block, X, valid_lens, case)
-        expected = _reference_pre_norm(block, X, valid_lens)
-        if is_close(out, expected, atol=1e-4, rtol=1e-4) or not diagnose:
+        out = _run(block, ref, X, valid_lens, case)
+        expected = ref(X, valid_lens)
+        if is_close(out, expected, atol=1e-4, rtol=1e-4):
+            return
+        new = renew().eval()
+        if is_close(_run(new, ref, X, valid_lens, case), expected, atol=1e-4, rtol=1e-4):
+            fail(f"on {case}, your block's output is wrong, while a new block of your "
+                 "class with the same parameters, called once on the same input, gives the "
+                 "right one: your block keeps something from an earlier call (a cached "
+                 "LN1(X), the last valid_lens, ...) and uses it again.",
+                 "compute each call from its arguments X and valid_lens alone: keep no "
+                 "results or lengths between calls (in self.__dict__, an attribute or a "
+                 "global).")
+        if not diagnose:
             expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
                          hint=_FORMULA)
-            return
         given = valid_lens.tolist() if valid_lens is not None else None
-        used = _lengths_used(block, X, out) if valid_lens is not None else None
+        used = _lengths_used(ref, X, out) if valid_lens is not None else None
         if used is not None:  # right, apart from the lengths the attention was given
             probe_lens = torch.tensor([3, X.shape[1]])
-            probe = _run(block, X, probe_lens,
+            probe = _run(block, ref, X, probe_lens,
                          f"the same X with valid_lens {probe_lens.tolist()}")
-            seen = _lengths_used(block, X, probe)
+            seen = _lengths_used(ref, X, probe)
             full = [X.shape[1]] * 2
             if used == full and seen in (full, None):
                 fail(f"on {case}, your block ignores valid_lens: padded keys get attention "
@@ -304,7 +436,7 @@ def _expect_eval_output(block, X, valid_lens, case, diagnose=True):
                  f"valid_lens {given}{also}: it passes other lengths to the attention.",
                  "pass valid_lens on to self.attention unchanged: one length per example; "
                  "MultiHeadAttention repeats them for the heads itself.")
-        for mistake, what, hint in _mistakes(block):
+        for mistake, what, hint in _mistakes(ref):
             if is_close(out, mistake(X, valid_lens), atol=1e-4, rtol=1e-4):
                 fail(f"on {case}, {what}", hint)
         expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
@@ -314,40 +446,56 @@ def _expect_eval_output(block, X, valid_lens, case, diagnose=True):
 
 @checker("PreNormEncoderBlock")
 def check_pre_norm_block(cls):
-    """Check `cls(num_hiddens, ffn_num_hiddens, num_heads, dropout)`: a TransformerEncoderBlock
-    whose forward is pre-LayerNorm, X + Dropout(Sublayer(LayerNorm(X))), for both sublayers:
-    in eval mode (with valid_lens [6, 3], [3, 6] and None), its gradients, a float64 block
-    on float64 X, in eval mode with dropout 0.5 (no dropout then), and in train mode with
-    dropout 0.5 and 0.2 (same random seed as the reference, so the dropout masks must fall
-    where the reference's do). Forward must leave the block's train/eval mode as it was."""
-    block = _block(cls, 0.0, "PreNormEncoderBlock(16, 32, 4, 0.0)").eval()
+    """Check `cls(num_hiddens, ffn_num_hiddens, num_heads, dropout)`: a
+    TransformerEncoderBlock whose forward is pre-LayerNorm, X + Dropout(Sublayer(LN(X))),
+    for both sublayers. The expected values come from the checker's own block (a fresh
+    TransformerEncoderBlock with the pre-LN forward), whose parameters are loaded into the
+    learner's; the learner's block must have the same submodules (types, settings such as
+    Dropout.p and LayerNorm.eps, none shared), before and after every call. Checked: eval
+    mode (valid_lens [6, 3], [3, 6], None, and a second X: nothing kept between calls), its
+    gradients, a float64 block on float64 X, eval mode with dropout 0.5 (no dropout then),
+    and train mode with dropout 0.5 and 0.2 (same random seed as the reference, so the
+    dropout masks must fall where the reference's do). Forward must leave the block's
+    train/eval mode as it was."""
+    block, ref = _blocks(cls, 0.0)
+    block.eval(), ref.eval()
+
+    def renew():
+        return _learner_block(cls, ref)
     g = torch.Generator().manual_seed(1)
     X = 3 + 2 * torch.randn(2, 6, 16, generator=g)  # far from mean 0, std 1
     valid_lens = torch.tensor([6, 3])
     case = "X of shape (2, 6, 16) with valid_lens [6, 3]"
-    _expect_eval_output(block, X, valid_lens, case)
-    _expect_eval_output(block, X, torch.tensor([3, 6]),
-                        "X of shape (2, 6, 16) with valid_lens [3, 6]")
-    _expect_eval_output(block, X, None, "X of shape (2, 6, 16) with valid_lens=None",
-                        diagnose=False)
+    _expect_eval_output(block, ref, X, valid_lens, case, renew)
+    _expect_eval_output(block, ref, X, torch.tensor([3, 6]),
+                        "X of shape (2, 6, 16) with valid_lens [3, 6]", renew)
+    _expect_eval_output(block, ref, X, None, "X of shape (2, 6, 16) with valid_lens=None",
+                        renew, diagnose=False)
+    # new values of the same shape: a block that keeps LN1(X) or lengths between calls
+    X2 = 3 + 2 * torch.randn(2, 6, 16, generator=g)
+    _expect_eval_output(block, ref, X2, valid_lens, "a second X of shape (2, 6, 16) (new "
+                        "values) with valid_lens [6, 3]", renew)
+    params = dict(block.named_parameters())  # the reference runs on the learner's tensors
     expect_gradients(lambda x: block(x, valid_lens),
-                     lambda x: _reference_pre_norm(block, x, valid_lens), [("X", X)],
-                     params=[(name, p) for name, p in block.named_parameters()],
+                     lambda x: torch.func.functional_call(ref, params, (x, valid_lens)),
+                     [("X", X)], params=list(params.items()),
                      reference_dtype=None, name="your block",
                      case=case + " (gradients with respect to X and the block's parameters)",
                      wrong_hint="the output is right, but part of it is hidden from autograd "
                                 "(e.g. X.detach() in the residual): the gradient must flow "
                                 "through both the residual and the sublayer.")
+    _expect_tree(block, ref, case + " (with gradients)")
 
     _expect_float64(cls, X, valid_lens)
 
     p = 0.5
-    block = _block(cls, p, f"PreNormEncoderBlock(16, 32, 4, {p})").eval()
+    block, ref = _blocks(cls, p)
+    block.eval(), ref.eval()
     case = f"X of shape (2, 6, 16) with valid_lens [6, 3], dropout {p}, eval mode"
     with torch.no_grad():
-        first = _run(block, X, valid_lens, case)
-        second = _run(block, X, valid_lens, case + ", called again")
-        expected = _reference_pre_norm(block, X, valid_lens)
+        first = _run(block, ref, X, valid_lens, case)
+        second = _run(block, ref, X, valid_lens, case + ", called again")
+        expected = ref(X, valid_lens)
     if not torch.equal(first, second) or \
             not is_close(first, expected, atol=1e-4, rtol=1e-4):
         random = "changes from call to call" if not torch.equal(first, second) else \
@@ -356,16 +504,16 @@ def check_pre_norm_block(cls):
              "use the block's nn.Dropout modules, self.addnorm1.dropout and "
              "self.addnorm2.dropout, which follow block.train() and block.eval(); "
              "F.dropout(x, p) is always on unless you pass training=self.training.")
-    _expect_train_mode(block, X, valid_lens)
+    _expect_train_mode(block, ref, X, valid_lens)
     # a second rate: at 0.5 a rate read as the share kept (1 - p) gives the same masks
-    _expect_train_mode(_block(cls, 0.2, "PreNormEncoderBlock(16, 32, 4, 0.2)"), X,
-                       valid_lens)
+    _expect_train_mode(*_blocks(cls, 0.2), X, valid_lens)
     return None
 
 
 def _expect_float64(cls, X, valid_lens):
     """A float64 block (block.double()) on float64 X must compute in float64."""
-    block = _block(cls, 0.0, "PreNormEncoderBlock(16, 32, 4, 0.0)").double().eval()
+    block, ref = _blocks(cls, 0.0)
+    block.double().eval(), ref.double().eval()
     X = X.double()
     case = ("X of dtype float64, shape (2, 6, 16), valid_lens [6, 3], block.double(), "
             "eval mode")
@@ -378,26 +526,25 @@ def _expect_float64(cls, X, valid_lens):
         if out.dtype != X.dtype:
             fail(f"on {case}, the block's output has dtype {out.dtype}: it must keep X's "
                  "dtype, float64.", hint)
-        expect_close(out, _reference_pre_norm(block, X, valid_lens),
-                     what="the block's output", case=case, atol=1e-8, rtol=1e-8,
-                     hint=_FORMULA)
+        expect_close(out, ref(X, valid_lens), what="the block's output", case=case,
+                     atol=1e-8, rtol=1e-8, hint=_FORMULA)
 
 
-def _expect_train_mode(block, X, valid_lens):
+def _expect_train_mode(block, ref, X, valid_lens):
     """Train mode, with the same random seed as the reference: the dropout masks must fall
     where the reference's do (the block's own dropout modules, on the sublayer outputs)."""
-    p = block.addnorm1.dropout.p
-    block.train()
+    p = ref.dropout_arg
+    block.train(), ref.train()
     case = f"X of shape (2, 6, 16) with valid_lens [6, 3], dropout {p}, train mode, the same " \
            "random seed as the reference"
     with torch.no_grad():
         with seeded(7):
-            out = _run(block, X, valid_lens, case)
+            out = _run(block, ref, X, valid_lens, case)
         with seeded(7):
-            expected = _reference_pre_norm(block, X, valid_lens)
+            expected = ref(X, valid_lens)
         if is_close(out, expected, atol=1e-4, rtol=1e-4):
             return
-        for mistake, what in _dropout_mistakes(block):
+        for mistake, what in _dropout_mistakes(ref):
             with seeded(7):
                 alternative = mistake(X, valid_lens)
             if is_close(out, alternative, atol=1e-4, rtol=1e-4):
