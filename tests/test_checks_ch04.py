@@ -226,3 +226,90 @@ def test_round5_leftover_dropout_is_named():
     text = rejects(checks.check_bahdanau_step, r5.W_08_functional_dropout,
                    "two calls on the same inputs give different results", "dropout")
     assert "torch.cat([context, embedding])" not in text
+
+
+# -- Round 6 red team (tests/checker_redteam/round6_ch04_bahdanau.py): dtypes, large scores,
+# and the messages -------------------------------------------------------------------------
+
+ROUND6_MESSAGES = {
+    # exp() without the maximum: NaN where a score passes 88 (float32)
+    "W_06_exp_without_max": ("weights contains NaN", "with large scores",
+                             "subtracts each row's maximum"),
+    # -1e9 does not fit in float16
+    "W_16_float16_unsafe_fill": ("c10::Half without overflow", "in float16",
+                                 "torch.finfo(scores.dtype).min"),
+    # float32 weights from a float64 decoder
+    "W_12_float32_weights": ("weights has dtype torch.float32", "in float64",
+                             "expected torch.float64"),
+    # every sequence masked with the batch's shortest valid length
+    "W_13_valid_lens_ignored_when_full_max": ("the weights are 0 at a valid position",
+                                              "the batch's shortest valid length, 1",
+                                              "your mask is too short"),
+    # the new state detached (a truncated-BPTT habit)
+    "W_17_detached_new_state": ("the new hidden_state returned by bahdanau_step has "
+                                "requires_grad=False", "the training loop's choice"),
+    # the weights the attention layer stored at an earlier call
+    "W_21_returns_stored_attention_weights": ("are decoder.attention.attention_weights",
+                                              "stale weights",
+                                              "Return the weights you compute in this call"),
+}
+
+
+@pytest.mark.parametrize("name", ROUND6_MESSAGES)
+def test_check_bahdanau_step_names_the_round6_faults(name):
+    text = rejects(checks.check_bahdanau_step, redteam_entry("round6_ch04_bahdanau", name),
+                   *ROUND6_MESSAGES[name])
+    assert "graph a second time" not in text and "in-place operation" not in text
+
+
+def exp_without_max_safe_empty_rows(decoder, token, hidden_state, enc_outputs,
+                                    enc_valid_lens):
+    """exp() without the maximum, with 0 / 0 avoided: right in float16 for small scores (its
+    empty row gives 0), wrong only where a score passes exp()'s float32 range."""
+    att = decoder.attention
+    features = att.W_q(hidden_state[-1])[:, None] + att.W_k(enc_outputs)
+    e = torch.exp(att.w_v(torch.tanh(features)).squeeze(-1))
+    e = e * (torch.arange(e.shape[-1])[None] < enc_valid_lens[:, None])
+    z = e.sum(-1, keepdim=True)
+    weights = e / torch.where(z > 0, z, torch.ones_like(z))
+    context = torch.bmm(weights[:, None], enc_outputs)
+    out, new_state = decoder.rnn(torch.cat([context, decoder.embedding(token)[:, None]], -1),
+                                 hidden_state)
+    return decoder.dense(out[:, 0]), new_state, weights
+
+
+def test_exp_without_the_maximum_fails_on_the_large_scores():
+    rejects(checks.check_bahdanau_step, exp_without_max_safe_empty_rows,
+            "weights contains NaN", "scores up to 156, past 88")
+
+
+def softmax_in_float32(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+    """Mixed precision: the softmax in float32, the weights cast back to the scores' dtype."""
+    att = decoder.attention
+    features = att.W_q(hidden_state[-1])[:, None] + att.W_k(enc_outputs)
+    scores = att.w_v(torch.tanh(features)).squeeze(-1)
+    weights = masked_softmax(scores.float()[:, None], enc_valid_lens)[:, 0].to(scores.dtype)
+    context = torch.bmm(weights[:, None], enc_outputs)
+    out, new_state = decoder.rnn(torch.cat([context, decoder.embedding(token)[:, None]], -1),
+                                 hidden_state)
+    return decoder.dense(out[:, 0]), new_state, weights
+
+
+def test_a_float16_step_is_compared_with_a_float64_run():
+    # its float16 values differ from a float16 reference's by rounding, not by more than 0.01
+    accepts(checks.check_bahdanau_step, softmax_in_float32)
+
+
+def test_the_checker_leaves_no_stale_weights_on_its_decoders():
+    from book.checks import ch04
+
+    seen = []
+
+    def spy(decoder, *args):
+        seen.append(decoder)
+        return step(decoder, *args)
+
+    accepts(checks.check_bahdanau_step, spy)
+    assert seen and all("attention_weights" not in d.__dict__
+                        and "attention_weights" not in d.attention.__dict__ for d in seen)
+    assert ch04.CASES[-1][-1] == {"dtype": torch.float16}

@@ -1,4 +1,6 @@
 """Checker for chapter 4's exercise: one step of Bahdanau's attention decoder, by hand."""
+import copy
+
 import torch
 
 from ..seq2seq import Seq2SeqAttentionDecoder
@@ -30,24 +32,74 @@ NAN_HINT = ("a sequence of valid length 0 masks every score of its row: a softma
             "torch.finfo(scores.dtype).min, and multiply the weights by the mask, as "
             "book.attention.masked_softmax does.")
 
+EXP_HINT = ("NaN weights come from exp() overflowing (above a score of 88 in float32, 11 in "
+            "float16: inf / inf) or from 0 / 0 in a row with no valid position (a clamp such as "
+            "1e-12 is 0 in float16). Take torch.softmax of the masked scores (it subtracts each "
+            "row's maximum first) and multiply by the mask, as "
+            "book.attention.masked_softmax does.")
 
-def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed, attention=10):
+STALE_HINT = ("a module's stored attention_weights are what its last forward pass computed, "
+              "for plotting afterwards; this step does not call the module, so they belong to "
+              "another step. Return the weights you compute in this call.")
+
+TOLERANCE = {torch.float16: (1e-2, 1e-2)}  # (atol, rtol) against a float64 reference
+
+
+def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed, attention=10,
+                        dtype=torch.float32, w_v_scale=1, crowd=0):
     g = torch.Generator().manual_seed(seed)
     vocab, embed, hiddens = 13, 8, 12  # attention size 10 != hiddens on purpose
     with torch.random.fork_rng():  # seeded weights, without touching the learner's RNG
         torch.manual_seed(seed)
         decoder = Seq2SeqAttentionDecoder(vocab, embed, hiddens, num_layers=num_layers,
                                           attention_size=attention).eval()
+    with torch.no_grad():
+        decoder.attention.w_v.weight.mul_(w_v_scale)  # large scores when scaled up
     token = torch.randint(4, vocab, (batch,), generator=g)             # (batch,)
     hidden_state = torch.randn(num_layers, batch, hiddens, generator=g)
     enc_outputs = torch.randn(batch, enc_steps, hiddens, generator=g)  # padding not zero
-    return decoder, token, hidden_state, enc_outputs, torch.tensor(valid_lens)
+    if crowd:  # sequence 0's states near its top-scoring one: large scores close together
+        with torch.no_grad():
+            att = decoder.attention
+            scores = att.w_v(torch.tanh(att.W_q(hidden_state[-1, 0]) + att.W_k(enc_outputs[0])))
+        enc_outputs[0] = enc_outputs[0, scores.argmax()] + crowd * torch.randn(
+            enc_steps, hiddens, generator=g)
+    return (decoder.to(dtype), token, hidden_state.to(dtype), enc_outputs.to(dtype),
+            torch.tensor(valid_lens))
+
+
+def _largest_score(decoder, hidden_state, enc_outputs):
+    att = decoder.attention
+    with torch.no_grad():
+        features = att.W_q(hidden_state[-1])[:, None] + att.W_k(enc_outputs)
+        return att.w_v(torch.tanh(features)).max().item()
 
 
 def _reference(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
     state = (enc_outputs, hidden_state, enc_valid_lens)
     logits, (_, new_state, _) = decoder(token[:, None], state)  # the chapter's decoder
-    return logits[:, 0], new_state, decoder.attention_weights[:, 0]
+    weights = decoder.attention_weights[:, 0]
+    _forget_weights(decoder)  # the learner's call finds only the stale ones planted there
+    return logits[:, 0], new_state, weights
+
+
+def _forget_weights(decoder):
+    decoder.__dict__.pop("attention_weights", None)
+    decoder.attention.__dict__.pop("attention_weights", None)
+
+
+def _stale_weights(valid_lens, enc_steps, dtype):
+    """What decoder(...) would have left in attention_weights at an earlier step: weights of
+    another query (here uniform over the valid positions), shape (batch, 1, enc_steps)."""
+    keep = (torch.arange(enc_steps)[None] < valid_lens[:, None]).to(dtype)
+    return (keep / valid_lens.clamp_min(1)[:, None].to(dtype))[:, None]
+
+
+def _shares_memory(tensor, other):
+    try:
+        return tensor.untyped_storage().data_ptr() == other.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return False
 
 
 def _weights_with(decoder, query, enc_outputs, valid_lens, tanh=True):
@@ -56,19 +108,23 @@ def _weights_with(decoder, query, enc_outputs, valid_lens, tanh=True):
     features = att.W_q(query)[:, None] + att.W_k(enc_outputs)   # (batch, enc_steps, a)
     scores = att.w_v(torch.tanh(features) if tanh else features).squeeze(-1)
     mask = torch.arange(enc_outputs.shape[1])[None] < valid_lens[:, None]
-    return torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
+    return torch.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), -1) * mask
 
 
-def _without_shortcut(fn, decoder, *args, case):
-    """Call the learner's step with decoder.attention(...) (and so decoder(...)) disabled."""
+def _without_shortcut(fn, decoder, *args, case, stale):
+    """Call the learner's step with decoder.attention(...) (and so decoder(...)) disabled, and
+    with `stale` weights left in decoder.attention.attention_weights and
+    decoder.attention_weights, as an earlier step of decoder(...) would leave them."""
     forward, cls = decoder.attention.forward, type(decoder.attention)
     cls_forward = cls.__dict__.get("forward")
     decoder.attention.forward = _NoShortcut().forward
     cls.forward = _blocked_forward  # also AdditiveAttention.forward(decoder.attention, ...)
+    decoder.attention.attention_weights = decoder.attention_weights = stale
     try:
         return call(fn, decoder, *args, name="bahdanau_step", case=case,
                     hint_on_error=_gru_hint)
     finally:
+        _forget_weights(decoder)
         if cls_forward is None:
             del cls.forward
         else:
@@ -76,8 +132,32 @@ def _without_shortcut(fn, decoder, *args, case):
         decoder.attention.forward = forward
 
 
+def _with_grad_outputs(fn, decoder, token, hidden_state, enc_outputs, valid_lens, case, stale):
+    """The learner's step, for the gradient check: every output must require grad."""
+    __tracebackhide__ = True
+    result = _without_shortcut(fn, decoder, token, hidden_state, enc_outputs, valid_lens,
+                               case=case, stale=stale)
+    if isinstance(result, (tuple, list)) and len(result) == 3:
+        for what, value in zip(("the logits", "the new hidden_state", "the weights"), result):
+            if isinstance(value, torch.Tensor) and not value.requires_grad:
+                fail(f"{what} returned by bahdanau_step {'has' if what[-1] != 's' else 'have'} "
+                     f"requires_grad=False on {case}, although hidden_state, enc_outputs and "
+                     "the decoder's parameters require grad: no gradient flows back through "
+                     f"{'it' if what[-1] != 's' else 'them'} to the earlier steps and the "
+                     "parameters.",
+                     ("return the state the GRU gives back as it is: cutting the graph "
+                      "(.detach(), truncated backpropagation through time) is the training "
+                      "loop's choice, not the step's. " if "state" in what else "") +
+                     "No .detach(), .data, torch.no_grad() or NumPy detour in the step.")
+    return result
+
+
 def _gru_hint(error):
     text = str(error)
+    if "without overflow" in text:
+        return ("a fill value such as -1e9 does not fit in float16 (its largest magnitude is "
+                "65504): fill the masked scores with torch.finfo(scores.dtype).min, which fits "
+                "every dtype (book.attention.masked_softmax does).")
     if "must match the size of tensor b" in text:
         return ("if this line adds W_q(query) and W_k(enc_outputs): W_q(query) has shape "
                 "(batch, attention_size) and W_k(enc_outputs) (batch, enc_steps, "
@@ -93,37 +173,87 @@ def _gru_hint(error):
     return None
 
 
+CASES = [("1 layer, batch 3, 5 encoder steps, valid lengths [5, 3, 1]", 1, 3, 5, [5, 3, 1]),
+         ("2 layers, batch 2, 6 encoder steps, valid lengths [4, 6]", 2, 2, 6, [4, 6]),
+         ("2 layers, batch 4, 7 encoder steps, valid lengths [2, 7, 5, 3]", 2, 4, 7,
+          [2, 7, 5, 3]),
+         ("3 layers, batch 1, 55 encoder steps, valid length [52]", 3, 1, 55, [52]),
+         ("2 layers, batch 2, 60 encoder steps, valid lengths [60, 9]", 2, 2, 60, [60, 9]),
+         ("1 layer, batch 2, 4 encoder steps, valid lengths [4, 2], the default "
+          "attention_size (= num_hiddens, 12)", 1, 2, 4, [4, 2], None),
+         ("1 layer, batch 3, 5 encoder steps, valid lengths [5, 0, 2] (a sequence of "
+          "valid length 0: its weights are all 0, so its context is 0)", 1, 3, 5,
+          [5, 0, 2], 10),
+         ("2 layers, batch 3, 6 encoder steps, valid lengths [6, 0, 3], in float64 "
+          "(decoder.double(), float64 inputs)", 2, 3, 6, [6, 0, 3], 10,
+          {"dtype": torch.float64}),
+         ("2 layers, batch 3, 6 encoder steps, valid lengths [6, 0, 3], with large scores "
+          "(w_v scaled by 400: scores up to {largest:.0f}, past 88, where exp() overflows "
+          "float32; sequence 0's encoder states close together, so its scores are all large "
+          "and its weights spread)", 2, 3, 6, [6, 0, 3], 10, {"w_v_scale": 400, "crowd": 0.01}),
+         ("2 layers, batch 3, 6 encoder steps, valid lengths [6, 0, 3], in float16 "
+          "(decoder.half(), float16 inputs; values within 0.01 of a float64 run)", 2, 3, 6,
+          [6, 0, 3], 10, {"dtype": torch.float16})]
+
+
+def _mask_too_short(weights, ref_weights, valid_lens, case):
+    """Name a mask that also hides valid positions (weight exactly 0 where the right one is
+    not small), e.g. every sequence masked with the batch's shortest length."""
+    __tracebackhide__ = True
+    steps = weights.shape[-1]
+    valid = torch.arange(steps)[None] < valid_lens[:, None]
+    zero = (weights.detach() == 0) & valid
+    lost = zero & (ref_weights.detach() > 1e-3)
+    if not lost.any():
+        return
+    i, t = (int(k) for k in lost.nonzero()[0])
+    shortest = int(valid_lens.min())
+    by_shortest = torch.equal(zero, valid & (torch.arange(steps)[None] >= shortest))
+    fail(f"the weights are 0 at a valid position on {case}: sequence {i} (valid length "
+         f"{int(valid_lens[i])}) got weight 0 at position {t}, where the right weight is "
+         f"{ref_weights[i, t].item():.3g}. Only the positions at or past a sequence's own "
+         "valid length are padding" + (
+             f"; your zeros are those of masking every sequence with the batch's shortest "
+             f"valid length, {shortest}." if by_shortest else "."),
+         "your mask is too short: mask position t of sequence i exactly when t >= "
+         "enc_valid_lens[i], each sequence with its own length: keep = "
+         "torch.arange(enc_steps)[None, :] < enc_valid_lens[:, None].")
+
+
 @checker("bahdanau_step")
 def check_bahdanau_step(fn):
     """Check `fn(decoder, token, hidden_state, enc_outputs, enc_valid_lens)`.
 
     It must return (logits (batch, vocab), new hidden_state (layers, batch, hiddens),
     weights (batch, enc_steps)) equal to one step of the chapter's Seq2SeqAttentionDecoder,
-    with the same gradients (with respect to the state, the encoder outputs and the
-    decoder's parameters), also for a sequence of valid length 0 (weights and context 0), in
-    eval mode, with the attention module's forward blocked (also via its class).
+    in the decoder's dtype, with the same gradients (with respect to the state, the encoder
+    outputs and the decoder's parameters), also for a sequence of valid length 0 (weights and
+    context 0), in float64, with large scores (past exp()'s float32 range) and in float16
+    (values only, against a float64 run), in eval mode, with the attention module's forward
+    blocked (also via its class) and stale weights left in its attention_weights.
     """
-    cases = [("1 layer, batch 3, 5 encoder steps, valid lengths [5, 3, 1]", 1, 3, 5, [5, 3, 1]),
-             ("2 layers, batch 2, 6 encoder steps, valid lengths [4, 6]", 2, 2, 6, [4, 6]),
-             ("2 layers, batch 4, 7 encoder steps, valid lengths [2, 7, 5, 3]", 2, 4, 7,
-              [2, 7, 5, 3]),
-             ("3 layers, batch 1, 55 encoder steps, valid length [52]", 3, 1, 55, [52]),
-             ("2 layers, batch 2, 60 encoder steps, valid lengths [60, 9]", 2, 2, 60, [60, 9]),
-             ("1 layer, batch 2, 4 encoder steps, valid lengths [4, 2], the default "
-              "attention_size (= num_hiddens, 12)", 1, 2, 4, [4, 2], None),
-             ("1 layer, batch 3, 5 encoder steps, valid lengths [5, 0, 2] (a sequence of "
-              "valid length 0: its weights are all 0, so its context is 0)", 1, 3, 5,
-              [5, 0, 2], 10)]
-    for seed, (case, layers, batch, steps, lens, *attention) in enumerate(cases):
+    for seed, (case, layers, batch, steps, lens, *extra) in enumerate(CASES):
+        attention = extra[0] if extra else 10
+        options = extra[1] if len(extra) > 1 else {}
+        dtype = options.get("dtype", torch.float32)
+        atol, rtol = TOLERANCE.get(dtype, (1e-5, 1e-4))
         decoder, token, state, enc_outputs, valid_lens = _decoder_and_inputs(
-            layers, batch, steps, lens, seed, *attention)
+            layers, batch, steps, lens, seed, attention, dtype, options.get("w_v_scale", 1),
+            options.get("crowd", 0))
+        case = case.format(largest=_largest_score(decoder, state, enc_outputs))
         with torch.no_grad():
-            ref_logits, ref_state, ref_weights = _reference(decoder, token, state, enc_outputs,
-                                                            valid_lens)
+            if dtype == torch.float16:  # the reference in float64, from the same numbers
+                ref_logits, ref_state, ref_weights = _reference(
+                    copy.deepcopy(decoder).double(), token, state.double(),
+                    enc_outputs.double(), valid_lens)
+            else:
+                ref_logits, ref_state, ref_weights = _reference(decoder, token, state,
+                                                                enc_outputs, valid_lens)
+        stale = _stale_weights(valid_lens, steps, dtype)
         before = state.clone()
         others = [t.clone() for t in (token, enc_outputs, valid_lens)]
         result = _without_shortcut(fn, decoder, token, state, enc_outputs, valid_lens,
-                                   case=case)
+                                   case=case, stale=stale)
         for name, kept, now in zip(("token", "enc_outputs", "enc_valid_lens"), others,
                                    (token, enc_outputs, valid_lens)):
             if not torch.equal(kept, now):
@@ -136,9 +266,14 @@ def check_bahdanau_step(fn):
         if not torch.equal(state, before):
             fail(f"bahdanau_step changed the hidden_state it was given, in place, on {case}.",
                  "let the GRU return a new state: `out, hidden_state = decoder.rnn(x, state)`.")
-        expect_tensor(weights, (batch, steps), what="weights", case=case)
-        if weights.dtype != ref_weights.dtype:
-            expect_tensor(weights, dtype=ref_weights.dtype, what="weights", case=case)
+        if isinstance(weights, torch.Tensor) and _shares_memory(weights, stale):
+            fail(f"the weights returned on {case} are decoder.attention.attention_weights (or "
+                 "decoder.attention_weights): stale weights that an earlier call of the "
+                 "decoder left there (the check leaves some there, as an earlier step would), "
+                 "not this step's.", STALE_HINT)
+        expect_tensor(weights, (batch, steps), what="weights", case=case, nan_hint=EXP_HINT)
+        if weights.dtype != dtype:
+            expect_tensor(weights, dtype=dtype, what="weights", case=case)
         empty = valid_lens == 0
         if empty.any() and weights[empty].abs().max() > 1e-6:
             got = [round(w, 3) for w in weights[empty][0].tolist()]
@@ -152,49 +287,56 @@ def check_bahdanau_step(fn):
                  "encoder states past each sequence's valid length.",
                  "mask the scores at positions >= enc_valid_lens before the softmax "
                  "(book.attention.masked_softmax does it).")
-        sums = weights.sum(dim=-1)
-        if not torch.allclose(sums, (~empty).to(sums.dtype), atol=1e-5):
+        _mask_too_short(weights, ref_weights, valid_lens, case)
+        sums = weights.detach().double().sum(dim=-1)
+        sum_atol = max(atol, 1e-5)
+        if not torch.allclose(sums, (~empty).double(), atol=sum_atol):
             hint = "take the softmax over the last axis (the encoder steps)."
-            by_batch = weights.detach().sum(dim=0)
-            if batch > 1 and torch.allclose(by_batch, torch.ones_like(by_batch), atol=1e-5):
+            by_batch = weights.detach().double().sum(dim=0)
+            if batch > 1 and torch.allclose(by_batch, torch.ones_like(by_batch),
+                                            atol=sum_atol):
                 hint = ("the weights sum to 1 over the batch: the softmax runs over dim 0 "
                         "(the examples); take it over the encoder steps, dim=-1.")
-            elif (sums > 1 + 1e-5).any() and (weights.detach() == 0).any():
+            elif (sums > 1 + sum_atol).any() and (weights.detach() == 0).any():
                 hint = ("rows that sum to more than 1, with some weights set to 0, are what "
                         "dropout does (it zeroes weights and scales the rest by 1 / (1 - p)): "
                         "the step's weights are the masked softmax itself, without dropout.")
             fail(f"each row of weights must sum to 1 over the encoder steps (0 for a "
                  f"sequence of valid length 0) on {case}; "
                  f"they sum to {[round(s, 3) for s in sums.tolist()]}.", hint)
-        if not torch.allclose(weights, ref_weights, atol=1e-5):
-            if layers > 1 and torch.allclose(
+        if not is_close(weights, ref_weights, atol, rtol):
+            if layers > 1 and is_close(
                     weights, _weights_with(decoder, state[0], enc_outputs, valid_lens),
-                    atol=1e-5):
+                    atol, rtol):
                 fail(f"the weights are those of the query hidden_state[0] on {case}.",
                      "hidden_state[0] is the bottom layer; the query is the top layer's "
                      "state, hidden_state[-1].")
-            if torch.allclose(weights, _weights_with(decoder, state[-1], enc_outputs,
-                                                     valid_lens, tanh=False), atol=1e-5):
+            if is_close(weights, _weights_with(decoder, state[-1], enc_outputs, valid_lens,
+                                               tanh=False), atol, rtol):
                 fail(f"the weights are those of scores without tanh on {case}.",
                      "the score is w_v^T tanh(W_q q + W_k k): apply tanh before w_v.")
-            expect_close(weights, ref_weights, what="weights", case=case,
+            expect_close(weights, ref_weights, what="weights", case=case, atol=atol,
+                         rtol=rtol,
                          hint="query = hidden_state[-1] (the state before this step), keys = "
                               "enc_outputs; score = w_v(tanh(W_q(query) + W_k(keys))).")
         expect_tensor(new_state, tuple(state.shape), what="the new hidden_state", case=case)
+        if new_state.dtype != dtype:
+            expect_tensor(new_state, dtype=dtype, what="the new hidden_state", case=case)
         if torch.allclose(new_state, state):
             fail(f"the returned hidden_state is the one passed in, on {case}.",
                  "return the state the GRU gives back after this step.")
-        if layers > 1 and not is_close(new_state, ref_state, atol=1e-5, rtol=1e-4) \
-                and is_close(new_state[-1], ref_state[-1], atol=1e-5, rtol=1e-4):
+        if layers > 1 and not is_close(new_state, ref_state, atol, rtol) \
+                and is_close(new_state[-1], ref_state[-1], atol, rtol):
             fail(f"the top layer of the new hidden_state is right on {case}, but the lower "
                  "layers are not.",
                  "return the state the GRU gives back, `out, new_state = decoder.rnn(x, "
                  "hidden_state)`: it holds every layer's new state; out is the top layer's "
                  "output only.")
-        if not (is_close(new_state, ref_state, atol=1e-5, rtol=1e-4)
-                and is_close(logits, ref_logits, atol=1e-5, rtol=1e-4)):
+        if not (is_close(new_state, ref_state, atol, rtol)
+                and is_close(logits, ref_logits, atol, rtol)):
             again = _without_shortcut(fn, decoder, token, state.clone(),
-                                      enc_outputs.clone(), valid_lens.clone(), case=case)
+                                      enc_outputs.clone(), valid_lens.clone(), case=case,
+                                      stale=stale)
             if isinstance(again, (tuple, list)) and len(again) == 3 and all(
                     isinstance(t, torch.Tensor) and t.shape == u.shape
                     for t, u in zip(again, (logits, new_state))) \
@@ -206,16 +348,21 @@ def check_bahdanau_step(fn):
                      "or the context at random (so does anything drawn with torch.rand*): "
                      "leave dropout out of this step, as the exercise says; the context is "
                      "the masked softmax's weights @ enc_outputs.")
-        expect_close(new_state, ref_state, what="the new hidden_state", case=case,
+        expect_close(new_state, ref_state, what="the new hidden_state", case=case, atol=atol,
+                     rtol=rtol,
                      hint="the GRU's input is torch.cat([context, embedding], dim=-1), in "
                           "this order, shaped (batch, 1, hiddens + embed); the context is "
                           "weights @ enc_outputs (the values), not a pooling of the keys.")
         expect_tensor(logits, (batch, decoder.dense.out_features), what="logits", case=case)
-        expect_close(logits, ref_logits, what="logits", case=case,
+        if logits.dtype != dtype:
+            expect_tensor(logits, dtype=dtype, what="logits", case=case)
+        expect_close(logits, ref_logits, what="logits", case=case, atol=atol, rtol=rtol,
                      hint="logits = decoder.dense(GRU output of this step), shape "
                           "(batch, vocab).")
+        if dtype == torch.float16:
+            continue  # float16 gradients differ from a float16 reference's by rounding
         expect_gradients(
-            lambda h, e: _without_shortcut(fn, decoder, token, h, e, valid_lens, case=case),
+            lambda h, e: _with_grad_outputs(fn, decoder, token, h, e, valid_lens, case, stale),
             lambda h, e: _reference(decoder, token, h, e, valid_lens),
             [("hidden_state", state), ("enc_outputs", enc_outputs)],
             params=[(f"decoder.{name}", p) for name, p in decoder.named_parameters()],
