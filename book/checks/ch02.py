@@ -53,7 +53,19 @@ def _epanechnikov_cases():
          torch.tensor([1.49999925], dtype=torch.float64),
          torch.tensor([0.0, 5.0], dtype=torch.float64),
          torch.tensor([2.0, -1.0], dtype=torch.float64), 1.5),
+        *_epanechnikov_cases_round6(),
     ]
+
+
+def _epanechnikov_cases_round6():
+    """Added after red-team round 6: the first case's sizes and width (5 queries, 8 keys,
+    width 1, float32) on other points, so that weights kept from an earlier call (a cache
+    keyed on the sizes or the width) come out wrong."""
+    g = torch.Generator().manual_seed(31)
+    keys, values = torch.rand(8, generator=g) * 4, torch.randn(8, generator=g)
+    return [("5 other queries, 8 other keys in random order, width 1 (the sizes and width of "
+             "the first case, other points)", torch.tensor([0.6, 3.3, 1.8, 2.6, 0.1]), keys,
+             values, 1.0)]
 
 
 _DIVISIONS = {"div", "div_", "divide", "true_divide", "__truediv__", "__rtruediv__",
@@ -93,6 +105,7 @@ def check_epanechnikov_pool(fn):
     """Check `fn(queries, keys, values, width)` -> (outputs, weights), Epanechnikov pooling, on
     sorted and shuffled keys, 60 keys, as many queries as keys, float64, a key at the window's
     edge, and gradients; a division that gives 0/0 (NaN replaced afterwards) is refused."""
+    returned = []   # (case, (queries, keys), weights) of the earlier calls
     for case, queries, keys, values, width in _epanechnikov_cases():
         given = [queries.clone(), keys.clone(), values.clone()]
         with _NanFromDivision() as divisions, forbidden(_BOOK_POOLING, _FROM_SCRATCH):
@@ -109,6 +122,21 @@ def check_epanechnikov_pool(fn):
         outputs, weights = result
         n_q, n_k = len(queries), len(keys)
         ref_outputs, ref_weights = _epanechnikov_reference(queries, keys, values, width)
+        if isinstance(weights, torch.Tensor):
+            for before, points, earlier in returned:
+                other_points = not all(a.shape == b.shape and torch.equal(a, b)
+                                       for a, b in zip(points, (queries, keys)))
+                if other_points and earlier.shape == weights.shape \
+                        and earlier.dtype == weights.dtype \
+                        and torch.equal(earlier, weights.detach()) \
+                        and not is_close(earlier, ref_weights):
+                    fail(f"the weights on {case} are those your function returned on "
+                         f"{before} (the same sizes, other points): they must be computed "
+                         "from this call's queries and keys.",
+                         "keep nothing between calls (no cache or global keyed on the sizes "
+                         "or the width): compute u, the kernel and the weights anew every "
+                         "call.")
+            returned.append((case, (queries, keys), weights.detach().clone()))
         empty = ref_weights.sum(dim=-1) == 0
         if isinstance(weights, torch.Tensor) and weights.is_floating_point() \
                 and tuple(weights.shape) == (n_q, n_k) and torch.isnan(weights).any():
@@ -233,6 +261,36 @@ def check_epanechnikov_pool(fn):
                               " K / total, 0)), but the backward still divides by the zero "
                               "total: guard the denominator itself, K / total.clamp_min(tiny) "
                               "or K / torch.where(total > 0, total, 1).")
+    _check_gradients_where_a_query_is_a_key(fn)
+
+
+def _check_gradients_where_a_query_is_a_key(fn):
+    """Added after red-team round 6: queries equal to keys (u = 0), as when a model is
+    evaluated at its training inputs (exercise 2.3); |u| written as sqrt(u * u) has a 0/0
+    derivative there."""
+    g = torch.Generator().manual_seed(32)
+    keys, values = torch.rand(9, generator=g) * 3, torch.randn(9, generator=g)
+    pairs = ((0, 2), (1, 5), (2, 7))   # query i is keys[j]
+    queries = torch.cat([keys[[j for _, j in pairs]], torch.tensor([1.2])])
+
+    def describe(label, at):
+        for i, j in pairs:
+            if (label, at) in (("queries", (i,)), ("keys", (j,))):
+                return f"query {i} equals key {j}: u = 0"
+        return ""
+
+    expect_gradients(lambda q, k, v: fn(q, k, v, 0.9),
+                     lambda q, k, v: _epanechnikov_reference(q, k, v, 0.9),
+                     [("queries", queries), ("keys", keys), ("values", values)],
+                     name="epanechnikov_pool",
+                     case="4 queries, 3 of them equal to a key (u = 0), 9 keys in random "
+                          "order, width 0.9 (gradients of outputs and weights)",
+                     describe=describe,
+                     nan_hint="the derivative of your kernel is 0/0 at u = 0: |u| written as "
+                              "sqrt(u * u) (or (u * u) ** 0.5) has derivative u / |u| there. K "
+                              "needs only u^2: compute 1 - u ** 2 and clamp it at 0 (or mask "
+                              "it with |u| <= 1, a comparison, which autograd does not "
+                              "differentiate).")
 
 
 def _window_size(u, weights):
