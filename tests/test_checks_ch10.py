@@ -460,3 +460,19 @@ def test_alibi_round5_plus_inf_above_the_diagonal_and_integer_slopes():
             "+inf above the diagonal", "a finite number or -inf")
     rejects(checks.check_alibi_bias, r5.W_17_integer_slope_exponent,
             "8 // 16 (integer division)")
+
+
+# -- Round 6 red team (tests/checker_redteam/round6_ch10_*.py) -----------------------------
+
+def test_apply_rope_round6_cache_by_first_position_and_x_itself():
+    from checker_redteam import round6_ch10_rope as r6
+    # cos and sin cached by (positions[0], n, d): the first shape once more, first position
+    # 0 again, the later positions not 1, 2, ...
+    rejects(checks.check_apply_rope, r6.W_02_cache_keyed_on_first_position,
+            "once more, at positions [0, 7, 3", "an earlier call with x of the same shape")
+    # Every position 0 returns x itself: the result must be a new tensor.
+    rejects(checks.check_apply_rope, r6.W_12_shortcut_returns_x_at_zero,
+            "positions [0, 0, 0, 0]", "returned x itself", "a new tensor")
+    # An output buffer kept between calls (call() compares the earlier results).
+    rejects(checks.check_apply_rope, r6.W_16_reused_output_buffer,
+            "changed what it returned earlier")

@@ -324,3 +324,39 @@ def test_online_softmax_round5_max_per_query_is_named():
         rejects(check_online_softmax_attention, fn, "one per query")
     rejects(check_online_softmax_attention, r5.W_26_causal_by_multiplying_after_exp,
             "Mask with -inf before the max")
+
+
+# -- Round 6 red team (tests/checker_redteam/round6_ch11_*.py) -----------------------------
+
+def test_online_softmax_round6_finite_fills_layout_and_dtype():
+    from checker_redteam import round6_ch11_online as r6
+    # A finite fill for the hidden keys: named as such, also where the scores are 1e4.
+    rejects(check_online_softmax_attention, r6.W_02_mask_fill_minus_1e4,
+            "every visible score near -2e4", "a finite score", "float('-inf')")
+    rejects(check_online_softmax_attention, r6.W_03_mask_fill_minus_1000,
+            "scores up to about 1e4", "a finite score", "float('-inf')")
+    # Fill 0 before exp, then multiply by the 0/1 mask: inf * 0 = NaN, said in the hint.
+    rejects(check_online_softmax_attention, r6.W_20_mult_mask_fill0_inf_times_0,
+            "contains NaN", "inf * 0 is NaN")
+    # .view on transposed inputs; float32 out for float64 in; an output buffer reused.
+    rejects(check_online_softmax_attention, r6.W_15_view_needs_contiguous,
+            "not contiguous", "Use .reshape()")
+    rejects(check_online_softmax_attention, r6.W_13_output_float32_for_half,
+            "float64 inputs", "expected torch.float64")
+    rejects(check_online_softmax_attention, r6.W_18_reused_output_buffer,
+            "changed what it returned earlier")
+
+
+def test_grouped_query_attention_round6_messages():
+    from checker_redteam import round6_ch11_gqa as r6
+    # Repeated K and V memoised by data_ptr: a second call after K and V changed in place.
+    rejects(check_grouped_query_attention, r6.W_08_cache_repeated_kv_by_storage,
+            "changed the same K and V tensors in place", "before they were changed")
+    rejects(check_grouped_query_attention, r6.W_14_nan_to_num_softmax,
+            "scores in the hundreds", "subtract each row's maximum")
+    rejects(check_grouped_query_attention, r6.W_15_causal_if_square,
+            "it is causal attention", "do not mask")
+    rejects(check_grouped_query_attention, r6.W_10_float16_softmax_in_half,
+            "float16 or bfloat16")
+    rejects(check_grouped_query_attention, r6.W_19_reused_output_buffer,
+            "changed what it returned earlier")

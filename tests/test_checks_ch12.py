@@ -482,3 +482,30 @@ def test_round5_message_examples_name_the_size_that_is_wrong():
             'e.g. "6 patches were given')
     rejects(checks.check_unpatchify, W_23_length_message_omits_length,
             'e.g. "patches of length 6')
+
+
+# -- Round 6 red team (tests/checker_redteam/round6_ch12_*.py; tests/test_checks_redteam.py
+# runs every W_, C_ and O_ entry) --------------------------------------------------------
+
+def test_round6_patchify_message_names_the_patch_size():
+    from checker_redteam.round6_ch12_patchify import W_10_error_message_no_patch_size
+    rejects(checks.check_patchify, W_10_error_message_no_patch_size,
+            "but not the patch size, 4", 'e.g. "height 9 is not a multiple of the patch '
+            'size 4"')
+
+
+def test_round6_unpatchify_patch_size_from_the_patch_length_is_named():
+    from checker_redteam.round6_ch12_unpatchify import W_12_c_from_float_sqrt
+    text = rejects(checks.check_unpatchify, W_12_c_from_float_sqrt,
+                   "it names the patch size 4, but the function was called with "
+                   "patch_size=2", "used patch size 4, not the argument")
+    assert "which size is wrong" not in text
+
+
+def test_round6_output_buffers_kept_between_calls_are_rejected():
+    from checker_redteam import round6_ch12_patchify as rp, round6_ch12_unpatchify as ru
+    rejects(checks.check_patchify, rp.W_19_reused_output_buffer,
+            "changed what it returned earlier", "(the first shape again)")
+    for fn in (ru.W_14_returns_view_modifies_later, ru.W_17_plain_output_buffer):
+        rejects(checks.check_unpatchify, fn, "changed what it returned earlier",
+                "(the first shape again)")

@@ -35,7 +35,9 @@ def _rope(x, positions, pairing="interleaved", sign=1.0, exponent=2.0):
 def _rope_cases():
     """(case, x, positions, tolerance): odd shapes, offsets as in a cache, unsorted
     positions, a long sequence, float16 at large positions, positions above 32767, float64,
-    one shape at two sets of positions, a transposed (non-contiguous) x, head size 128."""
+    one shape at three sets of positions (two with the same first one), every position 0
+    (the output must still be a new tensor), a transposed (non-contiguous) x, head size
+    128."""
     g = torch.Generator().manual_seed(10)
 
     def randn(*shape, dtype=torch.float32):
@@ -65,6 +67,15 @@ def _rope_cases():
         # would be stale.
         ("x of shape (2, 3, 10, 8) again, now at positions 10..19 (the next ten)",
          randn(2, 3, 10, 8), torch.arange(10, 20), 1e-3),
+        # ... and once more, with the same first position as the first case: a cache keyed
+        # by (positions[0], n, d) assumes consecutive positions.
+        ("x of shape (2, 3, 10, 8) once more, at positions [0, 7, 3, 9, 100, 1, 2, 50, 5, "
+         "4] (the first one 0, as in the first case, but not 0..9)", randn(2, 3, 10, 8),
+         torch.tensor([0, 7, 3, 9, 100, 1, 2, 50, 5, 4]), 1e-3),
+        # Position 0 rotates by nothing, yet the result must be a new tensor.
+        ("x of shape (2, 4, 6) at positions [0, 0, 0, 0] (every angle 0: the output equals "
+         "x, but must be a new tensor)", randn(2, 4, 6), torch.zeros(4, dtype=torch.long),
+         1e-6),
         ("q of shape (2, 3, 7, 8) made by q.transpose(1, 2) from (2, 7, 3, 8), as "
          "attention splits heads (not contiguous), at positions 0..6",
          randn(2, 7, 3, 8).transpose(1, 2), torch.arange(7), 1e-3),
@@ -143,6 +154,12 @@ def _call_rope(fn, x, positions, case):
     before, positions_before = x.clone(), positions.clone()
     out = call(fn, x, positions, name="apply_rope", case=case, hint_on_error=_view_hint)
     expect_tensor(out, x.shape, x.dtype, what="apply_rope's output", case=case)
+    if out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
+        fail(f"apply_rope returned x itself (or a view of x) on {case}: the exercise asks "
+             "for a new tensor. A caller who changes the result in place (y += ..., "
+             "y[..., 0] = ...) would change x too.",
+             "always compute and return a new tensor, also when there is nothing to rotate "
+             "(x.clone() at the very least).")
     if not torch.equal(x, before) or not torch.equal(positions, positions_before):
         fail(f"apply_rope changed its input in place on {case}.",
              "build new tensors (torch.stack, torch.cat, arithmetic); do not assign into x "

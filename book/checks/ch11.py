@@ -120,6 +120,18 @@ def _diagnose(out, Q, K, V, block, causal, case):
         for visible, what in wrong_masks:
             if same(_masked(Q, K, V, visible)):
                 fail(f"the output is wrong on {case}: {what}.", global_j)
+        scores = Q.double() @ K.double().transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        for fill in (-1e2, -1e3, -1e4, -1e5, -1e6, -1e9):
+            weights = torch.softmax(scores.masked_fill(cols > rows, fill), -1)
+            if is_close(out, weights @ V.double(), atol=2e-3, rtol=1e-3):
+                low = scores.masked_fill(cols > rows, math.inf).min().item()
+                fail(f"the output is wrong on {case}: it equals the attention in which the "
+                     "hidden (future) keys get a finite score (a 'large negative number' "
+                     f"such as -1000 or -1e4) instead of -inf. The visible scores here go "
+                     f"down to {low:.3g}, below such a fill, so the hidden keys get weight.",
+                     "fill the hidden scores with float('-inf'), which is below every "
+                     "score: a finite 'large negative number' is only below the scores you "
+                     "thought of.")
     cut = n - n % block
     if n % block and cut and same(_attention(Q, K[:, :cut], V[:, :cut], causal)):
         fail(f"the output is wrong on {case}: the last, shorter block of keys "
@@ -131,11 +143,14 @@ def _diagnose(out, Q, K, V, block, causal, case):
     if causal:
         fail(f"the output is wrong on {case}, while every case with causal=False passed: "
              "the fault is most likely in the causal mask. Query i must see exactly the "
-             "keys j <= i.", global_j)
+             "keys j <= i, and the hidden keys must get the score -inf: a finite fill "
+             "(-1000, -1e4) is not below every score when the scores are large.", global_j)
 
 
 def _call_online(fn, Q, K, V, block, causal, case):
     given = [Q.clone(), K.clone(), V.clone()]
+    if not Q.is_contiguous():  # keep the strides of a transposed input
+        given = [x.transpose(1, 2).clone().transpose(1, 2) for x in (Q, K, V)]
     with forbidden(SDPA, SDPA_WHY):
         out = call(fn, *given, block, causal=causal, name="online_softmax_attention",
                    case=case)
@@ -149,7 +164,10 @@ def _call_online(fn, Q, K, V, block, causal, case):
                 "sees the hidden (future) keys, or one shared by several queries, gives "
                 "NaN too: every visible exp() underflows to 0, and 0 / 0 is NaN. Mask with "
                 "-inf before the max, and take one max per query, "
-                "s.amax(-1, keepdim=True).") if causal else (
+                "s.amax(-1, keepdim=True). And fill the hidden scores with -inf before "
+                "exp(), not with 0 or another finite number multiplied by a 0/1 mask "
+                "afterwards: when a query's max is very negative, exp(0 - max) overflows "
+                "to inf, and inf * 0 is NaN.") if causal else (
         "exp() overflows (or every term underflows to 0) with scores this large: subtract "
         "the running maximum (starting at -inf, not 0) before exp(), one per query: "
         "s.amax(-1, keepdim=True), not one max for the whole batch or for all queries (a "
@@ -205,6 +223,22 @@ def _online_cases():
     cases.insert(3, ("batch 1, 6 queries, 6 keys, d=4, block_size=2, every score near "
                      "-5000",
                      very_negative, 2, False))
+    # Visible scores near -2e4 under the causal mask: a finite fill such as -1e4 is then
+    # above every visible score, and the hidden keys win the softmax.
+    far = 100 * torch.ones(1, 6, 4) + torch.randn(1, 6, 4, generator=g)
+    cases.append(("batch 1, 6 queries, 6 keys, d=4, block_size=2, causal, every visible "
+                  "score near -2e4", (far, -far.flip(1), torch.randn(1, 6, 3, generator=g)),
+                  2, True))
+    # The layout after a projection and a head split: not contiguous in memory.
+    cases.append(("batch 2, 7 queries, 9 keys, d=4, block_size=4, Q, K and V made by "
+                  ".transpose(1, 2) of (batch, d, positions) tensors (not contiguous)",
+                  tuple(x.transpose(1, 2).contiguous().transpose(1, 2)
+                        for x in qkv(2, 7, 9, 4)), 4, False))
+    # The output keeps the inputs' dtype.
+    for causal in (False, True):
+        cases.append(("batch 2, 8 queries, 8 keys, d=4, block_size=3, float64 inputs"
+                      + (", causal" if causal else ""),
+                      tuple(x.double() for x in qkv(2, 8, 8, 4)), 3, causal))
     return cases
 
 
@@ -213,7 +247,9 @@ def check_online_softmax_attention(fn):
     """Check `fn(Q, K, V, block_size, causal=False)`: softmax(Q K^T / sqrt(d)) V computed
     over blocks of keys with a running max, sum and weighted sum. Equal to full attention
     (block sizes 1, 3, 4, 16 and larger than n, a shorter last block, scores of 1e4 and of
-    -5000), the causal variant (key j <= query i), gradients, and a peak memory bounded by
+    -5000), the causal variant (key j <= query i; visible scores near -2e4, so that the
+    hidden ones need -inf), transposed (non-contiguous) inputs, float64 inputs (the output
+    keeps their dtype), gradients, and a peak memory bounded by
     the block size: no (n, n) matrix or mask, and no (num_queries, num_keys) scores for
     few queries and many keys."""
     for case, (Q, K, V), block, causal in _online_cases():
@@ -386,6 +422,11 @@ def _diagnose_heads(out, Q, K, V, case):
     if same(_attention(Q, K[:, :1].expand(-1, h, -1, -1), V[:, index])) and kv > 1:
         fail(f"on {case}, the values are shared right but every head reads the keys of "
              "key-value head 0.", "share K exactly as V.")
+    if Q.shape[2] == K.shape[2] and same(_attention(Q, K[:, index], V[:, index], True)):
+        fail(f"the output is wrong on {case}: it is causal attention (query i sees only "
+             "the keys j <= i), although this exercise has no mask (this case has as "
+             "many queries as keys).",
+             "do not mask: every query sees every key.")
 
 
 def _view_hint(error):
@@ -399,7 +440,8 @@ def check_grouped_query_attention(fn):
     num_kv_heads, n, head_size): each group of num_heads // num_kv_heads consecutive query
     heads attends with one key-value head (query head i reads head i // group). Multi-query
     (one key-value head), grouped and plain multi-head cases, float64 inputs (the output
-    keeps their dtype), scores in the hundreds (exp must not overflow); gradients."""
+    keeps their dtype), scores in the hundreds (exp must not overflow), a second call after
+    K and V changed in place (no cache keyed by the tensors); gradients."""
     seen = {}  # the K and V of an earlier case, by shapes
     for case, (Q, K, V) in _gqa_cases():
         given = [Q.clone(), K.clone(), V.clone()]
@@ -434,10 +476,41 @@ def check_grouped_query_attention(fn):
                      "compute the repeated K and V from the arguments on every call; do not "
                      "keep them between calls.")
             _diagnose_heads(out, Q, K, V, case)
-            expect_close(out, _gqa(Q, K, V), what="the output", case=case, **tol,
-                         hint="softmax(Q K^T / sqrt(head size)) V, with K and V repeated "
-                              "for each group of query heads (repeat_interleave).")
+            hint = ("softmax(Q K^T / sqrt(head size)) V, with K and V repeated for each "
+                    "group of query heads (repeat_interleave).")
+            if large:
+                hint = ("exp() overflows for scores above about 88 in float32 (inf / inf is "
+                        "NaN, and nan_to_num only hides it): subtract each row's maximum "
+                        "score before exp(), or use torch.softmax.")
+            elif is_close(out, _gqa(Q, K, V), atol=5e-3, rtol=5e-3):
+                hint = ("the output is close, but not within float32's rounding: is a step "
+                        "computed in float16 or bfloat16? Keep the input's dtype throughout.")
+            expect_close(out, _gqa(Q, K, V), what="the output", case=case, **tol, hint=hint)
         seen.setdefault(shapes, (K, V))
+    # A decoding loop updates its key-value cache in place: the same tensors, new values.
+    g = torch.Generator().manual_seed(15)
+    Q, K, V = (torch.randn(2, 4, 3, 4, generator=g), torch.randn(2, 2, 6, 4, generator=g),
+               torch.randn(2, 2, 6, 4, generator=g))
+    case = "batch 2, 4 query heads, 2 key-value heads, 3 queries, 6 keys, head size 4"
+    for step in range(2):
+        with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
+            out = call(fn, Q, K, V, name="grouped_query_attention", case=case)
+        expect_tensor(out, Q.shape, Q.dtype, what="the output", case=case)
+        if not is_close(out, _gqa(Q, K, V), atol=1e-5, rtol=1e-4):
+            if step and is_close(out, _gqa(Q, *stale), atol=1e-5, rtol=1e-4):
+                fail(f"the output is wrong on {case}: it is the attention over K and V as "
+                     "they were at the previous call, before they were changed in place. "
+                     "A key-value cache is updated in place, so the same tensors (same "
+                     "data_ptr, same id) hold new values.",
+                     "compute the repeated K and V from the arguments on every call; a "
+                     "cache keyed by the tensors' identity or storage serves stale keys.")
+            expect_close(out, _gqa(Q, K, V), what="the output", case=case, atol=1e-5,
+                         rtol=1e-4)
+        stale = (K.clone(), V.clone())
+        K.add_(1.0)
+        V.mul_(2.0)
+        case += (", called again after K.add_(1) and V.mul_(2) changed the same K and V "
+                 "tensors in place (as a key-value cache is updated)")
     g = torch.Generator().manual_seed(14)
     Q, K, V = (torch.randn(2, 4, 3, 2, generator=g), torch.randn(2, 2, 5, 2, generator=g),
                torch.randn(2, 2, 5, 2, generator=g))

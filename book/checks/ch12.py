@@ -13,7 +13,7 @@ import re
 
 import torch
 
-from ._core import call, expect_tensor, fail, passed
+from ._core import call, checker, expect_tensor, fail, passed
 
 # (batch, channels, height, width, patch_size): the chapter's digits first, then the inputs
 # that catch a solution right only on square images, one channel, batch 1 or one patch size.
@@ -125,9 +125,18 @@ def _example(side, must_name):
             }[side]
 
 
-def _expect_rejection(fn, args, name, case, must_name, what_is_wrong, side):
+def _patch_size_named(error):
+    """The number a message gives as the patch size ('patch size 4', 'patch_size=4'), or
+    None."""
+    found = re.search(r"patch[ _-]?size\D{0,12}?(\d+)", str(error), re.IGNORECASE)
+    return int(found.group(1)) if found else None
+
+
+def _expect_rejection(fn, args, name, case, must_name, what_is_wrong, side, patch_size=None):
     """`fn(*args)` must raise a ValueError whose message names `must_name` (and, when the
-    height or the width is wrong, names that side, not the other)."""
+    height or the width is wrong, names that side, not the other; and the patch size, when
+    `patch_size` is given)."""
+    p = args[1]
     try:
         out = fn(*args)
     except NotImplementedError:
@@ -144,8 +153,21 @@ def _expect_rejection(fn, args, name, case, must_name, what_is_wrong, side):
                      f"name the {side} in the message, e.g. "
                      f"\"{_example(side, must_name)}\" (a swapped label sends the reader "
                      "to fix the wrong axis).")
+            if patch_size is not None and not _names(error, patch_size):
+                fail(f"on {case} {name} raised ValueError({str(error)!r}), which names the "
+                     f"{side}, {must_name}, but not the patch size, {patch_size}: the "
+                     "exercise asks for both.",
+                     f"say which size does not divide by which, e.g. \"{side} {must_name} "
+                     f"is not a multiple of the patch size {patch_size}\".")
             return
         kind = type(error).__name__
+        used = _patch_size_named(error)
+        if isinstance(error, ValueError) and used is not None and used != p:
+            fail(f"on {case} {name} raised ValueError({str(error)!r}): it names the patch "
+                 f"size {used}, but the function was called with patch_size={p}.",
+                 f"your function used patch size {used}, not the argument: take p from "
+                 "patch_size, never from the patch length (a patch holds c * p * p numbers, "
+                 "and c is not known in advance).")
         if isinstance(error, ValueError):
             fail(f"on {case} {name} raised ValueError({str(error)!r}), which does not say "
                  f"which size is wrong ({must_name}).",
@@ -183,8 +205,21 @@ def _expect_gradient(images, out, upstream, expected_grad, name, case):
              "number appears exactly once in the output.")
 
 
+def _wrong_patch_size_hint(p):
+    """A hint for a crash whose message gives a patch size other than `p`, or None."""
+    def hint(error):
+        used = _patch_size_named(error)
+        if used is None or used == p:
+            return None
+        return (f"the message names the patch size {used}, but patch_size={p} was passed: "
+                "take p from the patch_size argument, never from the patch length (a patch "
+                "holds c * p * p numbers, and c is not known in advance).")
+    return hint
+
+
 # -- the checkers ---------------------------------------------------------------------------
 
+@checker("patchify")
 def check_patchify(fn):
     """Check `fn(images, patch_size)`: (b, c, H, W) -> (b, (H/p)(W/p), c p p), patches row by
     row, (channel, row, column) inside each; shapes that patches do not tile raise
@@ -211,6 +246,15 @@ def check_patchify(fn):
             fail(f"patchify(images, patch_size) has the right shape but the wrong layout on "
                  f"{case}: " + _diagnose(out, expected, _known_layouts(images, p),
                                           "the output", case) + ".", _LAYOUT)
+    # The first case's shape again, with other values: the first result must not change
+    # (call() compares every earlier result with a copy of it after each call).
+    images = torch.randn(2, 1, 8, 8, generator=torch.Generator().manual_seed(13))
+    case = "random images of shape (2, 1, 8, 8) with patch_size=2 (the first shape again)"
+    out = call(fn, images, 2, name="patchify", case=case)
+    expect_tensor(out, (2, 16, 4), what="patchify(images, patch_size)", case=case)
+    if not torch.equal(out, _patchify(images, 2)):
+        fail(f"patchify(images, patch_size) is wrong on {case}, while it was right on the "
+             "coordinate images of that shape: does it depend on the values?", _LAYOUT)
     # A view that is not contiguous, as a transposed or sliced batch is.
     images = _coordinates(2, 3, 10, 6).transpose(2, 3)   # (2, 3, 6, 10), not contiguous
     case = "a non-contiguous view of shape (2, 3, 6, 10) (a transposed tensor) with patch_size=2"
@@ -235,10 +279,11 @@ def check_patchify(fn):
         side = "height" if shape[2] % p else "width"
         _expect_rejection(fn, (torch.zeros(shape), p), "patchify", _case(shape, p),
                           must_name, f"its {side}, {must_name}, is not a multiple of "
-                                     f"patch_size={p}", side)
+                                     f"patch_size={p}", side, patch_size=str(p))
     return passed("patchify")
 
 
+@checker("unpatchify")
 def check_unpatchify(fn):
     """Check `fn(patches, patch_size, image_size)`: the inverse of patchify, (b, num_patches,
     c p p) -> (b, c, H, W) with image_size = (H, W); inconsistent sizes raise ValueError."""
@@ -248,7 +293,8 @@ def check_unpatchify(fn):
         case = (f"patches of shape {tuple(patches.shape)} with patch_size={p}, "
                 f"image_size=({H}, {W}) (the patchify of {b} image(s) of {c} channel(s))")
         before = patches.clone()
-        out = call(fn, patches, p, (H, W), name="unpatchify", case=case)
+        out = call(fn, patches, p, (H, W), name="unpatchify", case=case,
+                   hint_on_error=_wrong_patch_size_hint(p))
         expect_tensor(out, None, what="unpatchify(patches, patch_size, image_size)", case=case)
         if tuple(out.shape) != (b, c, H, W):
             fail(f"unpatchify(patches, patch_size, image_size) has shape {tuple(out.shape)} on "
@@ -261,6 +307,20 @@ def check_unpatchify(fn):
             fail(f"unpatchify(patches, patch_size, image_size) has the right shape but the "
                  f"wrong layout on {case}: " + _diagnose_image(out, images, patches, p) + ".",
                  _LAYOUT + " Undo patchify's steps in reverse order.")
+    # The first case's shape again, with other values: the first result must not change
+    # (call() compares every earlier result with a copy of it after each call).
+    images = torch.randn(2, 1, 8, 8, generator=torch.Generator().manual_seed(22))
+    patches = _patchify(images, 2)
+    case = ("random patches of shape (2, 16, 4) with patch_size=2, image_size=(8, 8) (the "
+            "first shape again)")
+    out = call(fn, patches, 2, (8, 8), name="unpatchify", case=case,
+               hint_on_error=_wrong_patch_size_hint(2))
+    expect_tensor(out, (2, 1, 8, 8), what="unpatchify(patches, patch_size, image_size)",
+                  case=case)
+    if not torch.equal(out, images):
+        fail(f"unpatchify(patches, patch_size, image_size) is wrong on {case}, while it was "
+             "right on the coordinate patches of that shape: does it depend on the values?",
+             _LAYOUT)
     g = torch.Generator().manual_seed(21)
     patches = torch.randn(3, 6, 8, generator=g, dtype=torch.float64, requires_grad=True)
     case = "float64 random patches of shape (3, 6, 8) with patch_size=2, image_size=(6, 4)"
