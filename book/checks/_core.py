@@ -124,7 +124,8 @@ def checker(name):
         def run(fn, *args, **kwargs):
             __tracebackhide__ = True
             try:
-                with seeded(CHECK_SEED), torch.inference_mode(False), torch.enable_grad():
+                with seeded(CHECK_SEED), torch.inference_mode(False), torch.enable_grad(), \
+                        _results_kept():
                     result = check(fn, *args, **kwargs)
             except CheckFailed as failure:
                 error = CheckFailed(str(failure))
@@ -200,8 +201,62 @@ def call(fn, *args, name="your function", case="", hint_on_error=None, inplace_h
                    f"{_learner_line(error)}", hint)
     else:
         expect_unchanged(fn, before, args, kwargs, name=name, case=case, hint=inplace_hint)
+        _expect_earlier_results_kept(name, case)
+        _remember(result, before, case)
         return result
     fail(*failure)
+
+
+# -- Results a later call must not change -------------------------------------------------
+# A function that keeps an output buffer between calls (`return buf.copy_(y)`), or returns a
+# view of a tensor it caches, returns right values, and then overwrites them at its next call:
+# `a = f(x1); b = f(x2)` changes `a`. Within one check, every result `call` returns is copied,
+# and after each later call compared with its copy.
+
+_KEPT = []       # a stack: one list of (tensor, copy, case) per running check
+_KEPT_NUMEL = 2_000_000  # copies kept per check, in numbers (small cases show the fault)
+
+
+@contextlib.contextmanager
+def _results_kept():
+    _KEPT.append([])
+    try:
+        yield
+    finally:
+        _KEPT.pop()
+
+
+def _remember(result, before, case):
+    if not _KEPT:
+        return
+    kept = _KEPT[-1]
+    inputs = {_storage_ptr(t) for _, _, t, _ in before}
+    used = sum(copy.numel() for _, copy, _ in kept)
+    for _, _, tensor in _tensors((result,), {}):
+        pointer = _storage_ptr(tensor)
+        if pointer is None or pointer in inputs or used + tensor.numel() > _KEPT_NUMEL:
+            continue  # a view of an input (the in-place check covers those), or too large
+        kept.append((tensor, tensor.detach().clone(), case))
+        used += tensor.numel()
+
+
+def _storage_ptr(tensor):
+    try:
+        return tensor.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # a tensor without storage
+        return None
+
+
+def _expect_earlier_results_kept(name, case):
+    __tracebackhide__ = True
+    for tensor, copy, earlier in _KEPT[-1] if _KEPT else ():
+        if not _same(tensor.detach(), copy):
+            fail(f"{name} changed what it returned earlier: its result on "
+                 f"{earlier or 'an earlier input'} is different after the call on "
+                 f"{case or 'the next input'}. A caller keeps every result it gets.",
+                 "return a new tensor from every call: do not keep an output buffer between "
+                 "calls (buffer.copy_(y)), and do not return a view of a tensor you keep "
+                 "and change later.")
 
 
 def _tensors(args, kwargs):
