@@ -406,7 +406,7 @@ def test_check_pre_norm_block_accepts_aliases_of_its_own_modules():
     accepts(checks.check_pre_norm_block, Aliases)
 
 
-def test_check_pre_norm_block_refuses_new_parameters_and_shared_sublayers():
+def test_check_pre_norm_block_refuses_changes_outside_forward():
     class ExtraGain(TransformerEncoderBlock):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
@@ -429,6 +429,17 @@ def test_check_pre_norm_block_refuses_new_parameters_and_shared_sublayers():
             self.ffn = type(self.ffn)(32, 16, num_inputs=16)
             return PreNorm.forward(self, X, valid_lens)
 
+    class ZeroInitFFN(TransformerEncoderBlock):
+        """__init__ zeroes the FFN's output layer (a residual branch that starts at 0)."""
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            torch.nn.init.zeros_(self.ffn.dense2.weight)
+
+        def forward(self, X, valid_lens):
+            return PreNorm.forward(self, X, valid_lens)
+
+    rejects(checks.check_pre_norm_block, ZeroInitFFN, "its ffn.dense2.weight differs",
+            "keep TransformerEncoderBlock's initialisation")
     rejects(checks.check_pre_norm_block, ExtraGain, "it has ['gain'] besides",
             "the exercise changes only forward")
     rejects(checks.check_pre_norm_block, OneAddNorm,

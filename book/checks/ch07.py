@@ -310,6 +310,15 @@ def _load(block, ref):
              + (f"it lacks {missing}" if missing else "")
              + ("; " if missing and extra else "")
              + (f"it has {extra} besides" if extra else "") + ".", _KEEP_HINT)
+    for key, value in ref.initial.items():  # built from the same seed: the same start
+        mine = have[key].detach()
+        if mine.shape == value.shape and not torch.equal(mine, value):
+            diff = (mine.double() - value.double()).abs().max().item()
+            fail(f"your block does not start from the parameters of a {args} built from "
+                 f"the same random seed: its {key} differs (largest difference {diff:.3g}), "
+                 "so your __init__ initialises the block its own way.",
+                 "the exercise changes only forward: keep TransformerEncoderBlock's "
+                 "initialisation (no re-initialising or scaling of parameters in __init__).")
     try:
         block.load_state_dict(want, strict=False)  # aliases of known tensors are allowed
     except RuntimeError as error:
@@ -323,6 +332,7 @@ def _blocks(cls, dropout):
     with seeded(0):
         ref = _PreNormReference(16, 32, 4, dropout)
     ref.dropout_arg, ref.template = dropout, _tree(ref)
+    ref.initial = {key: value.clone() for key, value in ref.state_dict().items()}
     with torch.no_grad():
         g = torch.Generator().manual_seed(2)
         for ln in (ref.addnorm1.ln, ref.addnorm2.ln):
@@ -475,7 +485,8 @@ def check_pre_norm_block(cls):
     X2 = 3 + 2 * torch.randn(2, 6, 16, generator=g)
     _expect_eval_output(block, ref, X2, valid_lens, "a second X of shape (2, 6, 16) (new "
                         "values) with valid_lens [6, 3]", renew)
-    params = dict(block.named_parameters())  # the reference runs on the learner's tensors
+    # the reference runs on the learner's tensors, by the names of a fresh block
+    params = {name: block.get_parameter(name) for name, _ in ref.named_parameters()}
     expect_gradients(lambda x: block(x, valid_lens),
                      lambda x: torch.func.functional_call(ref, params, (x, valid_lens)),
                      [("X", X)], params=list(params.items()),
