@@ -1,5 +1,6 @@
 """Checkers for chapter 9's exercises: the top-p (nucleus) filter and one attention step with
 a key-value cache."""
+import itertools
 import math
 
 import torch
@@ -44,9 +45,10 @@ def _top_p_cases():
     """(case, logits, p): asymmetric, unsorted, ties, long rows, -inf entries, large
     logits, float16, a mass that reaches p exactly, near-ties (also one that float16
     cannot tell apart, and one 5e-6 apart in relative terms), a mass 5e-6 below p, a
-    non-contiguous input. Apart from the exact case, the mass just below p (5e-6) and the
-    4,096-token rows (1.1e-4), every case keeps a margin of at least 1e-3 between p and the
-    mass above any token, so float32 rounding cannot change the verdict."""
+    non-contiguous input, long bfloat16 rows. Apart from the exact case, the mass just
+    below p (5e-6) and the 4,096-token rows (1.1e-4 in float16, 4.7e-4 in bfloat16), every
+    case keeps a margin of at least 1e-3 between p and the mass above any token, so float32
+    rounding cannot change the verdict."""
     g = torch.Generator().manual_seed(9)
     shuffled = torch.randn(4, 10, generator=g) * 2.0
     long_rows = torch.randn(3, 257, generator=g) * 3.0
@@ -95,6 +97,11 @@ def _top_p_cases():
         # above float32 rounding (tests/test_checks_ch09.py checks the margin). 4,096 tokens
         # keep an O(V^2) pairwise solution within memory.
         ("2 rows of 4,096 float16 logits (2 * randn), p=0.9", _long_float16(), 0.9),
+        # The same in bfloat16 (8 significant bits, a sum near 0.9 grows in steps of 0.004):
+        # a solution that computes in float32 for float16 only moves the boundary by about
+        # 25 tokens. Seed 56 leaves 4.7e-4 between p and the mass above any token.
+        ("2 rows of 4,096 bfloat16 logits (2 * randn), p=0.9", _long_half(torch.bfloat16),
+         0.9),
         # Tokens 3 and 4 (logits 2^-13 apart) have probabilities 1.2e-4 apart in relative
         # terms: far apart in float32 (6e-8) and float64, equal once rounded to float16
         # (3 significant digits). The mass above them, 0.838 and 0.905, is far from p.
@@ -127,6 +134,14 @@ def _long_float16():
     return (torch.randn(2, 4096, generator=g) * 2).half()
 
 
+def _long_half(dtype):
+    g = torch.Generator().manual_seed(56)
+    return (torch.randn(2, 4096, generator=g) * 2).to(dtype)
+
+
+HALF = (torch.float16, torch.bfloat16)
+
+
 def _ids(mask_row):
     return [int(i) for i in torch.nonzero(mask_row).flatten()]
 
@@ -147,14 +162,67 @@ def check_top_p_filter(fn):
         for row in range(len(logits) if len(logits) > 1 else 0):
             alone = _call_top_p(fn, logits[row:row + 1], p, f"{case}, row {row} alone")
             if not torch.equal(torch.isfinite(alone[0]), torch.isfinite(out[row])):
-                fail(f"on {case}, row {row} keeps tokens "
-                     f"{_short_ids(torch.isfinite(out[row]))} in the batch but "
-                     f"{_short_ids(torch.isfinite(alone[0]))} when it is passed alone.",
-                     "every row gets its own nucleus: softmax, sort and cumsum along the "
-                     "last axis (dim=-1) of each row, never over the whole batch.")
-        _compare_nucleus(out, logits, p, case)
+                _expect_no_state(fn, logits, p, case)
+                _batch_differs(logits[row:row + 1], p, out[row], alone[0],
+                               f"on {case}, row {row}")
+        try:
+            _compare_nucleus(out, logits, p, case)
+        except CheckFailed:
+            _expect_no_state(fn, logits, p, case)
+            raise
     _check_top_p_gradient(fn)
     return passed("top_p_filter")
+
+
+def _batch_differs(row_logits, p, in_batch, alone, where):
+    """Fail for a row kept differently in the batch and alone, naming the wrong one."""
+    kept = _nucleus(row_logits, p)[0][0]
+    in_batch, alone = torch.isfinite(in_batch), torch.isfinite(alone)
+    seen = (f"{where} keeps tokens {_short_ids(in_batch)} in the batch but "
+            f"{_short_ids(alone)} when it is passed alone")
+    if torch.equal(in_batch, kept):
+        fail(f"{seen} (a batch of one row); the batch's answer is the right one.",
+             "a batch of one row is a batch too: keep the batch axis (no squeeze(), no "
+             "[0] indexing) and work along the last axis (dim=-1) for any batch size.")
+    fail(f"{seen}.",
+         "every row gets its own nucleus: softmax, sort and cumsum along the last axis "
+         "(dim=-1) of each row, never over the whole batch.")
+
+
+_FRESH = itertools.count(1)  # widths never used before in this process (see below)
+
+
+def _expect_no_state(fn, logits, p, case):
+    """Fail if the learner's answer depends on earlier calls (a sort order, threshold or
+    mask kept between calls, say in a dict keyed by the shape): the same rows, widened by
+    -inf columns to a shape not used before, are filtered right at a first call of that
+    shape, and wrongly after a right answer on other logits (the rows reversed) at a second
+    new shape. Returns quietly if that is not the fault."""
+    width = logits.shape[-1]
+    expected = _nucleus(logits, p)[0]
+    try:
+        answers = []
+        for first in (None, logits.flip(-1)):
+            extra = 101 + next(_FRESH)
+            widen = lambda x: torch.cat(  # noqa: E731
+                [x, x.new_full((len(x), extra), float("-inf"))], dim=-1)
+            if first is not None:
+                kept_first = torch.isfinite(_call_top_p(fn, widen(first), p, case))
+                if not torch.equal(kept_first[:, :width], _nucleus(first, p)[0]):
+                    return      # wrong on a first call too: not (only) a matter of state
+            answers.append(torch.isfinite(_call_top_p(fn, widen(logits), p, case)))
+    except CheckFailed:
+        return
+    fresh, after = (a[:, :width] for a in answers)
+    if torch.equal(fresh, expected) and not torch.equal(after, fresh):
+        row = int((after != fresh).any(dim=-1).nonzero()[0])
+        fail(f"on {case}, your answer depends on what your function was called with "
+             f"before: row {row} keeps tokens {_short_ids(fresh[row])} (right) at the first "
+             f"call of its shape, but {_short_ids(after[row])} after a call on other logits "
+             "of the same shape (the same rows, widened with -inf columns to a new shape).",
+             "compute everything from each call's own arguments: a sort order, threshold "
+             "or mask kept between calls (a global, a dict keyed by the shape, a default "
+             "argument, functools.cache) is stale for the next logits.")
 
 
 def _call_top_p(fn, logits, p, case):
@@ -242,7 +310,7 @@ def _compare_nucleus(out, logits, p, case):
              "float('-inf'))); a large negative number such as -1e9 or finfo.min only looks "
              "like probability 0, and nan_to_num turns the -inf already in the logits into "
              "a finite number.")
-    tol = 2e-3 if logits.dtype == torch.float16 else 1e-5
+    tol = 2e-3 if logits.dtype in HALF else 1e-5
     if not torch.allclose(probs, expected, atol=tol, rtol=0):
         diff = (probs - expected).abs()
         row, j = (int(v) for v in torch.nonzero(diff == diff.max())[0])
@@ -268,12 +336,16 @@ def _explain_wrong_set(out, logits, kept, yours, p, where):
     if _overflow_note(logits):
         fail(f"{where}.", _overflow_note(logits).strip() + " Your kept set is wrong only "
              "here, where exp() of the raw logits is inf and inf / inf is NaN.")
-    if logits.dtype == torch.float16 and len(kept) > 1000:
+    if logits.dtype in HALF and len(kept) > 1000:
+        name, digits, step = (("float16", "about 3 significant digits", "0.0005")
+                              if logits.dtype == torch.float16 else
+                              ("bfloat16", "2 to 3 significant digits", "0.004"))
         fail(f"{where}.",
-             "on long float16 rows, float16 rounding in the softmax and the running sum "
-             "moves the boundary (float16 has about 3 significant digits, and a sum near "
-             "0.9 grows in steps of 0.0005): compute the probabilities and their cumsum in "
-             "float32 or float64 (logits.float()), and return a tensor of the logits' dtype.")
+             f"on long {name} rows, {name} rounding in the softmax and the running sum "
+             f"moves the boundary ({name} has {digits}, and a sum near 0.9 grows in steps "
+             f"of {step}): compute the probabilities and their cumsum in float32 or "
+             "float64 for every dtype (logits.float(), or logits.double()), not only for float16, "
+             "and return a tensor of the logits' dtype.")
     replaced = [j for j in extra if out[j] != logits[j]]
     if replaced:
         j = replaced[0]
@@ -395,7 +467,33 @@ def _step_cases():
          * torch.tensor([6.0, 3, 1])[:, None, None, None, None], torch.float16, 2e-2),
         ("batch 2, 2 heads, head size 1, 4 steps", torch.randn(3, 2, 2, 4, 1, generator=g),
          torch.float32, 1e-5),
+        (f"float16, q . k up to about 94,000, beyond float16's largest number "
+         f"{FLOAT16_MAX:,} (the scaled scores, up to about 47,000, fit)", _beyond_float16(),
+         torch.float16, 2e-2),
+        ("float64, batch 2, 3 heads, head size 3, 4 steps",
+         torch.randn(3, 2, 3, 4, 3, generator=g), torch.float64, 1e-5),
     ]
+
+
+FLOAT16_MAX = 65504
+
+
+def _beyond_float16():
+    """(Q, K, V), batch 1, 2 heads, head size 4, 6 steps, whose raw products q . k (up to
+    94,500) pass float16's largest number, while the scaled scores (up to 47,250) do not:
+    q's first feature is 200..210, the keys' 250..450 in steps of 40, in a shuffled order,
+    the other features standard normal. The scores of one query differ by 4,000 or more,
+    so the attention is one-hot in every precision (float16 rounds numbers near 40,000 in
+    steps of 32): a solution that scales q first, or computes the scores in float32, is
+    exact. q @ keys^T in float16 is inf, and the output NaN: accepted (the formula taken
+    literally, as the chapter's model computes it, fails loudly). nan_to_num makes every
+    overflowing score 65,504, a tie: a silent wrong answer, rejected."""
+    g = torch.Generator().manual_seed(16)
+    Q, K, V = torch.randn(3, 1, 2, 6, 4, generator=g)
+    Q[..., 0] = 200 + 10 * torch.rand(1, 2, 6, generator=g)
+    order = torch.stack([torch.randperm(6, generator=g) for _ in range(2)])   # (heads, n)
+    K[..., 0] = 250.0 + 40 * order[None]
+    return Q, K, V
 
 
 def _cache_cases():
@@ -535,6 +633,14 @@ def _run_steps(fn, sequences, case, tol, start=0):
             which = f", sequence {s}" if len(sequences) > 1 else ""
             where = f"{case}{which}, step t={t} ({t} positions cached)"
             out, keys, values = _step(fn, Q, K, V, t, *caches[s], where, owned)
+            overflow = _float16_overflow(Q, K, t)
+            if overflow and isinstance(out, torch.Tensor) and out.is_floating_point() \
+                    and tuple(out.shape) == (b, h, 1, hs):
+                # softmax(q @ keys^T / sqrt(d)) taken literally in float16 overflows to inf
+                # here, and its output is NaN: a loud failure, as the course's own model
+                # would give, and accepted. A finite wrong answer (nan_to_num) is not.
+                honest = torch.isnan(out).any(-1, keepdim=True) & _overflowing_rows(Q, K, t)
+                out = torch.where(honest, expected[s][:, :, t:t + 1].to(out.dtype), out)
             expect_tensor(out, (b, h, 1, hs), Q.dtype, what="the output", case=where,
                           nan_hint="exp() overflows for large scores: subtract each row's "
                                    "maximum before exp, or use torch.softmax, which does.")
@@ -581,11 +687,40 @@ def _run_steps(fn, sequences, case, tol, start=0):
                             "torch.softmax, which does.")
                 if owned and hint.startswith("compute softmax"):
                     hint = OWN_CACHE_HINT
+                if overflow:
+                    hint = overflow.format(f"; nan_to_num or a clamp turns every such "
+                                           f"score into {FLOAT16_MAX:,}, and they tie")
                 fail(f"the output is wrong on {where}: at index {where_max} expected "
                      f"{expected[s][:, :, t:t + 1][where_max].item():.4g}, got "
                      f"{out.double()[where_max].item():.4g} (largest difference "
                      f"{diff.max().item():.3g}).", hint)
             caches[s] = (keys, values)
+
+
+def _raw_scores(Q, K, t):
+    """q . k of step t before the scale, in float64: (b, h, 1, t + 1)."""
+    return Q[:, :, t:t + 1].double() @ K[:, :, :t + 1].double().transpose(2, 3)
+
+
+def _overflowing_rows(Q, K, t):
+    """(b, h, 1, 1): the rows where a raw product q . k is above float16's largest number,
+    so that q @ keys^T in float16 has +inf (and softmax of it is NaN)."""
+    return (_raw_scores(Q, K, t) > FLOAT16_MAX).any(-1, keepdim=True)
+
+
+def _float16_overflow(Q, K, t):
+    """For float16 inputs whose raw products q . k at step t pass float16's largest number,
+    the hint, with {} where the consequence goes; otherwise ''."""
+    if Q.dtype != torch.float16:
+        return ""
+    raw = _raw_scores(Q, K, t).abs().max()
+    if raw <= FLOAT16_MAX:
+        return ""
+    return (f"in float16, q @ keys^T overflows before the scale: q . k reaches "
+            f"{raw.item():,.0f} here, beyond float16's largest number {FLOAT16_MAX:,}, so "
+            "the score is inf, although the scaled score fits{}. Divide q by sqrt(head size) "
+            "before the product, or compute the scores in float32 (q.float(), "
+            "keys.float()) and cast the output back to q's dtype.")
 
 
 def _check_step_gradient(fn):
@@ -613,10 +748,21 @@ def _check_step_gradient(fn):
     Q2, K2, V2 = (x.detach().clone().requires_grad_() for x in (Q, K, V))
     (_full_causal(Q2, K2, V2).float() * weights).sum().backward()
     for name, x, ref in (("queries", Q, Q2), ("keys", K, K2), ("values", V, V2)):
+        if x.grad is None and name == "queries":
+            others = " and ".join(n for n, y in (("keys", K), ("values", V))
+                                  if y.grad is not None)
+            fail(f"no gradient reaches the queries on {case}"
+                 + (f" (the {others} get one)." if others else "."),
+                 "the queries are never cached, so the cache is not the cause: the "
+                 "attention weights are computed outside autograd (under torch.no_grad(), "
+                 "or from q.detach() or q.data). Compute the scores and their softmax "
+                 "with autograd on; the weights depend on q and the keys.")
         if x.grad is None or not torch.isfinite(x.grad).all():
             fail(f"the gradient with respect to the {name} is missing or not finite on {case}.",
                  "the cache must keep the keys and values as computed (no .detach()), so "
-                 "later steps send gradient back to earlier positions.")
+                 "later steps send gradient back to earlier positions; and the attention "
+                 "weights must be computed with autograd on (no torch.no_grad(), .detach() "
+                 "or .data on the scores).")
         if not torch.allclose(x.grad, ref.grad, atol=1e-5, rtol=1e-4):
             t = int((x.grad - ref.grad).abs().amax(dim=(0, 1, 3)).argmax())
             fail(f"the gradient with respect to the {name} is wrong on {case}, first at "
