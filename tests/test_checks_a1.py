@@ -75,7 +75,10 @@ def cat_along_batch(Q, K, V, chunk_size):
 
 
 def online_softmax_keys(Q, K, V, chunk_size):
-    """Right: key chunks with a running maximum and sum (the online softmax)."""
+    """Key chunks with a running maximum and sum (the online softmax), all queries at once:
+    exact, but not chunk_size queries at a time. Accepted until red-team round 6 (only square
+    cases were counted); with more queries than keys it holds num_queries x chunk_size
+    scores, more than the chunk_size x num_keys the exercise allows."""
     scale = Q.shape[-1] ** -0.5
     m = torch.full(Q.shape[:2] + (1,), float("-inf"), dtype=Q.dtype)
     total = torch.zeros_like(m)
@@ -133,9 +136,13 @@ R1_EXPECTED = {
 }
 
 
-def test_check_chunked_attention_accepts_the_reference_and_an_online_softmax():
+def test_check_chunked_attention_accepts_the_reference():
     accepts(checks.check_chunked_attention, chunked_reference)
-    accepts(checks.check_chunked_attention, online_softmax_keys)
+
+
+def test_an_online_softmax_over_all_queries_at_once_is_rejected():
+    rejects(checks.check_chunked_attention, online_softmax_keys, "2000 queries, 500 keys",
+            "cut the queries, not the keys")
 
 
 @pytest.mark.parametrize("name", WRONG)
@@ -267,3 +274,50 @@ def test_round5_messages_point_at_the_fault(name):
 
     text = rejects(checks.check_chunked_attention, vars(r5)[name], *ROUND5_MESSAGES[name])
     assert "the last chunk may be shorter" not in text
+
+
+# -- Round 6 red team (tests/checker_redteam/round6_a1_chunked.py) -------------------------
+
+ROUND6_MESSAGES = {
+    # K^T cached by shape: the second call with new tensors of the first case's shapes
+    "W_15_cache_KT_by_shape": ["a second call with new Q, K and V",
+                               "it is what an earlier call's K (of the same shape) give",
+                               "compute everything from this call's Q, K and V"],
+    # all queries at once against chunks of keys (an online softmax): exact values, but
+    # num_queries x chunk_size scores, more than chunk_size x num_keys with 2000 queries
+    # and 500 keys
+    "W_24_online_softmax_key_chunks": ["2000 queries, 500 keys", "shape (1, 2000, 24)",
+                                       "the scores of all 2000 queries for 24 keys",
+                                       "cut the queries, not the keys"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND6_MESSAGES)
+def test_round6_messages_point_at_the_fault(name):
+    rejects(checks.check_chunked_attention, redteam_entry("round6_a1_chunked", name),
+            *ROUND6_MESSAGES[name])
+
+
+def cached_values(Q, K, V, chunk_size, _kept={}):
+    """Keeps the first V of each shape (a mutable default argument)."""
+    V = _kept.setdefault(tuple(V.shape), V)
+    return chunked_reference(Q, K, V, chunk_size)
+
+
+def test_values_kept_from_an_earlier_call_are_named():
+    rejects(checks.check_chunked_attention, cached_values,
+            "it is what an earlier call's V (of the same shape) give")
+
+
+def test_key_blocks_with_all_queries_pass_the_square_case_and_fail_the_other():
+    """The writer's S01 holds num_queries x chunk_size scores: no more than chunk_size x n on
+    1000 queries and keys (why it passed round 6), four times more on 2000 and 500."""
+    from book.checks import a1
+
+    fn = redteam_entry("round6_a1_chunked", "W_24_online_softmax_key_chunks")
+    X = torch.randn(1, 1000, 8)
+    a1._largest_chunk(fn, X, X, X, 24, "square")                  # passes
+    Q, K, V = (torch.randn(1, n, 4) for n in (2000, 500, 500))
+    with pytest.raises(checks.CheckFailed, match="48000 numbers"):
+        a1._largest_chunk(fn, Q, K, V, 24, "more queries than keys")
+    a1._largest_chunk(chunked_reference, Q, K, V, 24, "the reference")  # passes

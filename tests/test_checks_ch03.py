@@ -418,3 +418,68 @@ def test_round5_sdpa_messages_point_at_the_fault(name):
 
     rejects(checks.check_scaled_dot_product_attention, vars(r5)[name],
             *ROUND5_SDPA_MESSAGES[name])
+
+
+# -- Round 6 red team (tests/checker_redteam/round6_ch03_*.py): holes and messages ---------
+
+ROUND6_SDPA_MESSAGES = {
+    # sqrt(d) truncated: int(sqrt(8)) = 2 = sqrt(4 queries) on the batch of one; the scale
+    # is told apart on sizes where no two mistakes share a scale
+    "W_15_int_sqrt": ["queries (1, 4, 8)", "sqrt(d) rounded down to an integer, 2 for d = 8",
+                      "math.isqrt(d)"],
+    "W_12_half_overflow_unscaled_product": ["sqrt(d) rounded down to an integer"],
+    # x / d ** 1/2 is (x / d) / 2
+    "W_14_precedence_half_power": ["divided by 2 d = 32", "(scores / d) / 2"],
+    # valid_lens applied to the queries (their rows zeroed), not to the keys
+    "W_10_lens_on_query_axis": ["valid_lens [2, 4]", "masks the queries here, not the keys",
+                                "torch.arange(num_keys)"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND6_SDPA_MESSAGES)
+def test_round6_sdpa_messages_point_at_the_fault(name):
+    from checker_redteam import round6_ch03_sdpa as r6
+
+    text = rejects(checks.check_scaled_dot_product_attention, vars(r6)[name],
+                   *ROUND6_SDPA_MESSAGES[name])
+    assert "number of queries" not in text and "underflowed" not in text
+
+
+def test_round6_masked_softmax_one_key_shortcut_that_writes_into_X():
+    from checker_redteam import round6_ch03_masked_softmax as r6
+
+    rejects(checks.check_masked_softmax, r6.W_14_no_mask_returns_X_alias_when_one_key,
+            "(2, 3, 1) (one key)", "changed its argument `X` in place")
+
+
+def test_a_scale_two_mistakes_share_is_named_only_when_the_probe_tells_them_apart():
+    """Where two scale mistakes give the same scale on a case, the probe sizes decide; a
+    function that is right on the probe gets the scale it used, without a cause."""
+    from book.checks.ch03 import _scale_mistakes, _scale_probe
+
+    probe = _scale_probe()
+    scales = [scale for kind, scale, why in _scale_mistakes(*probe)]
+    assert all(not math.isclose(a, b) for i, a in enumerate(scales) for b in scales[i + 1:])
+
+    def truncated_unless_probe(queries, keys, values, valid_lens):
+        d = queries.shape[-1]
+        scale = math.sqrt(d) if d == 12 else int(math.sqrt(d))
+        return masked_softmax(queries @ keys.transpose(1, 2) / scale, valid_lens) @ values
+    text = rejects(checks.check_scaled_dot_product_attention, truncated_unless_probe,
+                   "queries (1, 4, 8)", "the scores are divided by 2, not by sqrt(d) = "
+                   "sqrt(8) = 2.828")
+    assert "number of queries" not in text and "rounded down" not in text
+
+
+def test_masking_the_queries_with_a_fill_is_named_too():
+    """The queries past valid_len filled before the softmax over the keys: their weights are
+    uniform, their outputs the mean of the values."""
+    def fills_queries(queries, keys, values, valid_lens):
+        scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+        if valid_lens is not None and valid_lens.dim() == 1:
+            past = torch.arange(queries.shape[1])[None, :, None] >= valid_lens[:, None, None]
+            scores = scores.masked_fill(past, -1e6)
+        return masked_softmax(scores, None if valid_lens is None or valid_lens.dim() == 1
+                              else valid_lens) @ values
+    rejects(checks.check_scaled_dot_product_attention, fills_queries,
+            "masks the queries here, not the keys")

@@ -47,8 +47,8 @@ def _diagnose(out, ref, Q, K, V, chunk, case, tol):
              "example 0.", "keep the batch axis: Q[:, i:i + chunk_size], not Q[0].")
 
 
-def _spied(fn, X, chunk):
-    """Run fn(X, X, X, chunk), failing if it hands more than `chunk` queries at once to
+def _spied(fn, Q, K, V, chunk):
+    """Run fn(Q, K, V, chunk), failing if it hands more than `chunk` queries at once to
     torch's fused attention (which needs little memory, but is not chunking)."""
     fused = torch.nn.functional.scaled_dot_product_attention
 
@@ -62,7 +62,7 @@ def _spied(fn, X, chunk):
         return fused(query, *args, **kwargs)
     torch.nn.functional.scaled_dot_product_attention = spy
     try:
-        return fn(X, X, X, chunk)
+        return fn(Q, K, V, chunk)
     finally:
         torch.nn.functional.scaled_dot_product_attention = fused
 
@@ -94,28 +94,35 @@ def _storage(t):
         return None
 
 
-def _largest_chunk(fn, n, chunk, g):
-    """Fail if fn, on 1 example of n queries and keys, creates a tensor of more numbers than
-    one chunk's scores, chunk_size x n (the exercise's bound; counted, so deterministic)."""
-    X = torch.randn(1, n, 8, generator=g)
-    case = f"batch 1, {n} queries and keys, d=8, chunk_size={chunk}"
+def _largest_chunk(fn, Q, K, V, chunk, case):
+    """Fail if fn, on 1 example, creates a tensor of more numbers than one chunk's scores,
+    chunk_size x num_keys (the exercise's bound; counted, so deterministic)."""
+    n_q, n = Q.shape[1], K.shape[1]
     largest = _LargestNew()
     with largest:
-        call(_spied, fn, X, chunk, name="chunked_attention", case=case,
+        call(_spied, fn, Q, K, V, chunk, name="chunked_attention", case=case,
              hint_on_error=_chunks_hint)
     if largest.numel <= chunk * n:
         return
     rows = largest.numel / n
     what = f"the scores of {rows:g} queries" if rows == int(rows) else "more than that"
+    by_keys = n_q != n and largest.shape[-2:] == (n_q, min(chunk, n))  # every query at once
+    if by_keys:
+        what = f"the scores of all {n_q} queries for {min(chunk, n)} keys"
     hint = ("use the chunk_size argument itself for the chunks (not a fixed size, not a "
             "multiple of it), and compute the scores of one chunk only, "
             "Q[:, i:i + chunk_size] @ K^T, inside the loop; do not build the whole "
             "(num_queries, num_keys) matrix first.")
-    if rows == math.ceil(n / chunk) and rows > chunk:
+    if by_keys:
+        hint = ("cut the queries, not the keys: Q[:, i:i + chunk_size] against all of K and "
+                "V at each step. A loop over chunks of keys (with an online softmax) holds "
+                "the scores of every query at once, num_queries x chunk_size, which is more "
+                "than chunk_size x num_keys when there are more queries than keys.")
+    elif rows == math.ceil(n_q / chunk) and rows > chunk:
         hint = (f"torch.chunk(Q, chunk_size, dim=1) cuts Q into chunk_size pieces (here "
                 f"{chunk} pieces of {rows:g} queries), not into pieces of chunk_size queries: "
                 "use Q.split(chunk_size, dim=1), or Q[:, i:i + chunk_size] in a loop.")
-    elif rows == chunk * 8:
+    elif rows == chunk * Q.shape[-1]:
         hint = ("a (chunk_size, num_keys, d) product summed over d holds d times the scores: "
                 "the matrix product Q[:, i:i + chunk_size] @ K.transpose(1, 2) never stores "
                 "it.")
@@ -125,6 +132,25 @@ def _largest_chunk(fn, n, chunk, g):
     fail(f"on {case}, chunked_attention computed a tensor of {largest.numel} numbers at once "
          f"(shape {largest.shape}, from {largest.op}): {what}, more than one chunk's scores "
          f"at once (chunk_size x num_keys = {chunk} x {n} = {chunk * n} per example).", hint)
+
+
+def _stale(out, tensors, earlier, tol, case):
+    """Fail if the output is what an earlier call's Q, K or V of the same shape and dtype
+    give (`earlier` maps (name, shape, dtype) to the first such tensor): the function kept
+    something computed from an earlier call."""
+    __tracebackhide__ = True
+    old = {x: earlier.get((x, t.shape, t.dtype)) for x, t in zip("QKV", tensors)}
+    for names in ("K", "V", "KV", "Q", "QK", "QV", "QKV"):
+        if any(old[x] is None for x in names):
+            continue
+        mixed = [old[x] if x in names else t for x, t in zip("QKV", tensors)]
+        if is_close(out, _attention(*mixed), **tol):
+            fail(f"the output is wrong on {case}: it is what an earlier call's "
+                 f"{' and '.join(names)} (of the same shape) give: your function keeps something "
+                 "computed from an earlier call (a cache keyed by shape or dtype, a default "
+                 "argument, a global).",
+                 "compute everything from this call's Q, K and V: inputs of the same shape "
+                 "are not the same inputs.")
 
 
 def _chunks_hint(error, chunk=None):
@@ -151,8 +177,9 @@ def _chunks_hint(error, chunk=None):
 @checker("chunked_attention")
 def check_chunked_attention(fn):
     """Check `fn(Q, K, V, chunk_size)`: equal to full attention (shorter last chunk, chunk
-    larger than n, 60 queries, large scores), its gradients, no tensor larger than one chunk's
-    scores (counted on 1000 queries, chunk_size 24), and a peak memory far below n x n."""
+    larger than n, 60 queries, large scores, a second call on new inputs of the same shapes),
+    its gradients, no tensor larger than one chunk's scores (counted on 1000 queries and keys,
+    and on 2000 queries and 500 keys, chunk_size 24), and a peak memory far below n x n."""
     g = torch.Generator().manual_seed(0)
     cases = [("batch 2, 8 queries, 8 keys, d=4, chunk_size=4", 2, 8, 8, 4, 4, 2.0),
              ("batch 1, 10 queries, 6 keys, d=3, chunk_size=4 (the last chunk has 2 queries)",
@@ -172,15 +199,25 @@ def check_chunked_attention(fn):
     # Added after red-team round 5: transposed views (the layout head splitting gives),
     # which .view() cannot flatten; from their own generator, so the data above stays.
     g5 = torch.Generator().manual_seed(5)
-    cases = [c + (False,) for c in cases] + [
+    cases = [c + ("",) for c in cases] + [
         ("Q, K and V that are transposed views, not contiguous in memory "
          "(torch.randn(2, 4, 7).transpose(1, 2)): batch 2, 7 queries, 9 keys, d=4, "
-         "chunk_size=3", 2, 7, 9, 4, 3, 2.0, torch.float32, True)]
-    for case, batch, n_q, n_k, d, chunk, scale, dtype, strided in cases:
-        if strided:
+         "chunk_size=3", 2, 7, 9, 4, 3, 2.0, torch.float32, "strided"),
+        # Added after red-team round 6: new tensors of the first case's shapes (catches a
+        # result kept between calls, e.g. K^T cached by shape).
+        ("a second call with new Q, K and V of the first case's shapes: batch 2, 8 queries, "
+         "8 keys, d=4, chunk_size=4", 2, 8, 8, 4, 4, 2.0, torch.float32, "again")]
+    g6 = torch.Generator().manual_seed(6)
+    earlier = {}  # (name, shape, dtype) -> the first such Q, K or V
+    for case, batch, n_q, n_k, d, chunk, scale, dtype, layout in cases:
+        if layout == "strided":
             Q = 2.0 * torch.randn(batch, d, n_q, generator=g5).transpose(1, 2)
             K = 2.0 * torch.randn(batch, d, n_k, generator=g5).transpose(1, 2)
             V = torch.randn(batch, 5, n_k, generator=g5).transpose(1, 2)
+        elif layout == "again":
+            Q = scale * torch.randn(batch, n_q, d, generator=g6)
+            K = scale * torch.randn(batch, n_k, d, generator=g6)
+            V = torch.randn(batch, n_k, 5, generator=g6)
         else:
             Q = (scale * torch.randn(batch, n_q, d, generator=g)).to(dtype)
             K = (scale * torch.randn(batch, n_k, d, generator=g)).to(dtype)
@@ -229,8 +266,11 @@ def check_chunked_attention(fn):
             tol = dict(atol=5e-3, rtol=5e-3)
         ref = _attention(Q, K, V)
         if not is_close(out, ref, **tol):
+            _stale(out, (Q, K, V), earlier, tol, case)
             _diagnose(out, ref, Q, K, V, chunk, case, tol)
         expect_close(out, ref, what="the output", case=case, hint=HINT, **tol)
+        for x, t in zip("QKV", (Q, K, V)):
+            earlier.setdefault((x, t.shape, t.dtype), t)
     Q, K, V = (torch.randn(2, 7, 4, generator=g), torch.randn(2, 6, 4, generator=g),
                torch.randn(2, 6, 3, generator=g))
     expect_gradients(lambda q, k, v: fn(q, k, v, 3), _attention,
@@ -238,14 +278,21 @@ def check_chunked_attention(fn):
                      case="batch 2, 7 queries, 6 keys, d=4, chunk_size=3 (gradients)")
     # Every tensor it computes at once holds at most chunk_size x n numbers (counted exactly:
     # catches a fixed chunk, torch.chunk's chunk count, chunk_size + 1 rows, the full matrix).
-    _largest_chunk(fn, 1000, 24, g)
+    X = torch.randn(1, 1000, 8, generator=g)
+    _largest_chunk(fn, X, X, X, 24, "batch 1, 1000 queries and keys, d=8, chunk_size=24")
+    # Added after red-team round 6: more queries than keys, so that all queries at once
+    # against chunk_size keys (a loop over the keys) holds more than chunk_size x num_keys.
+    g6 = torch.Generator().manual_seed(66)
+    Q, K, V = (torch.randn(1, n, 4, generator=g6) for n in (2000, 500, 500))
+    _largest_chunk(fn, Q, K, V, 24, "batch 1, 2000 queries, 500 keys, d=4, value_dim=4, "
+                                    "chunk_size=24")
     # Its peak memory stays far below the n x n matrix (catches every chunk's weights kept).
     # At chunk_size 16 one chunk's float32 scores take 1/62 of it: room for a float64
     # computation with several named temporaries (4 float64 chunks: 1/8 of it).
     n, chunk = 1000, 16
     X = torch.randn(1, n, 16, generator=g)
     full = n * n * 4  # bytes of one float32 (n, n) score matrix
-    peak = peak_memory(lambda: _spied(fn, X, chunk))
+    peak = peak_memory(lambda: _spied(fn, X, X, X, chunk))
     budget = chunk * n * 4  # bytes of one chunk's float32 (chunk_size, n) scores
     if peak > full / 2:
         fail(f"on batch 1, {n} queries and keys, chunk_size={chunk}, the peak memory was "

@@ -108,6 +108,18 @@ def _masked_softmax_cases_round5():
          (2 * torch.randn(2, 3, 5, generator=g)).half(), None),
         ("float64 X of shape (2, 3, 5), valid_lens None (no mask)",
          torch.randn(2, 3, 5, generator=g, dtype=torch.float64), None),
+        *_masked_softmax_cases_round6(),
+    ]
+
+
+def _masked_softmax_cases_round6():
+    """Cases added after red-team round 6: one key (a shortcut for it must not write into X)."""
+    g = torch.Generator().manual_seed(36)
+    return [
+        ("X of shape (2, 3, 1) (one key), valid_lens [1, 0]",
+         torch.randn(2, 3, 1, generator=g), torch.tensor([1, 0])),
+        ("X of shape (2, 3, 1) (one key), valid_lens None (no mask)",
+         torch.randn(2, 3, 1, generator=g), None),
     ]
 
 
@@ -406,31 +418,99 @@ def _padding_wins(g):
     return q, k, torch.randn(2, 5, 5, generator=g)
 
 
-def _sdpa_mistakes(q, k, v):
+def _scale_mistakes(q, k, v):
+    """(kind, scale, why): the scales a learner may divide the scores by instead of sqrt(d),
+    leaving out any that equals sqrt(d) on these sizes."""
     d, n_q, n_k, d_v = q.shape[-1], q.shape[1], k.shape[1], v.shape[-1]
     mistakes = [
-        (dict(scale=1.0), "the scores are not scaled: divide Q K^T by sqrt(d)."),
-        (dict(scale=float(d)), "the scores are divided by d: divide by sqrt(d), the square "
-                               "root of the query size."),
-        (dict(scale=1.0, after=math.sqrt(d)), "the weights, not the scores, are divided by "
-                                              "sqrt(d): scale the scores before the softmax."),
-        (dict(dim=1), "the softmax runs over the queries: take it over the keys, the last "
-                      "axis of the (batch, queries, keys) scores."),
-        (dict(offset=1), "the mask is off by one: keep keys at positions < valid_len."),
-        (dict(keys_t=k.reshape(k.shape[0], d, n_k)),
-         "the keys are reshaped to (batch, d, n), which mixes their entries: transpose them, "
-         "keys.transpose(1, 2)."),
-        (dict(uniform_empty=True), "a query with no valid key gets a uniform average of the "
-                                   "values; its output should be all zeros (all its weights "
-                                   "are 0): multiply the weights by the mask."),
+        ("none", 1.0, "the scores are not scaled: divide Q K^T by sqrt(d)."),
+        ("d", float(d), "the scores are divided by d: divide by sqrt(d), the square root of "
+                        "the query size."),
+        ("half", d / 2, f"the scores are divided by d / 2 = {d / 2:g}: in Python d ** 1/2 is "
+                        "(d ** 1) / 2; write d ** 0.5 or math.sqrt(d)."),
+        ("twice", 2.0 * d, f"the scores are divided by 2 d = {2 * d}: in Python "
+                           "scores / d ** 1/2 is (scores / d) / 2; write scores / d ** 0.5 or "
+                           "scores / math.sqrt(d)."),
+        ("isqrt", float(math.isqrt(d)),
+         f"the scores are divided by sqrt(d) rounded down to an integer, {math.isqrt(d)} "
+         f"for d = {d} (int(math.sqrt(d)) or math.isqrt(d) do that): divide by "
+         "math.sqrt(d), a float."),
     ]
-    for size, what in ((d_v, "the value size"), (n_q, "the number of queries"),
-                       (n_k, "the number of keys")):
-        if size != d:
-            mistakes.append((dict(scale=math.sqrt(size)),
-                             f"the scale uses {what}: d is the size of the queries and keys "
-                             "(their last axis)."))
-    return mistakes
+    for kind, size, what in (("d_v", d_v, "the value size"), ("m", n_q, "the number of queries"),
+                             ("n", n_k, "the number of keys")):
+        mistakes.append((kind, math.sqrt(size), f"the scale uses {what}: d is the size of the "
+                                                "queries and keys (their last axis)."))
+    return [m for m in mistakes if not math.isclose(m[1], math.sqrt(d))]
+
+
+# Sizes on which no two scale mistakes give the same scale (sqrt(12) = 3.46; 1, 12, 6, 24,
+# 3, sqrt(3), sqrt(5), sqrt(7)): where a case cannot tell two of them apart, this one does.
+_SCALE_PROBE = "queries (1, 5, 12), keys (1, 7, 12), values (1, 7, 3), valid_lens None"
+
+
+def _scale_probe():
+    g = torch.Generator().manual_seed(46)
+    return [torch.randn(1, n, dd, generator=g) for n, dd in ((5, 12), (7, 12), (7, 3))]
+
+
+def _diagnose_scale(fn, out, q, k, v, valid_lens, atol, case):
+    """Fail naming the scale the output was computed with, if it is one of the usual
+    mistakes; a scale shared by two mistakes on this case is told apart on _SCALE_PROBE."""
+    __tracebackhide__ = True
+    found = [(kind, scale, why) for kind, scale, why in _scale_mistakes(q, k, v)
+             if is_close(out, _attend(q, k, v, valid_lens, scale=scale), atol=atol, rtol=1e-3)]
+    if not found:
+        return
+    if len(found) == 1:
+        fail(f"the output is wrong on {case}: {found[0][2]}")
+    probe = _scale_probe()
+    seen = call(fn, *[t.clone() for t in probe], None, name="scaled_dot_product_attention",
+                case=_SCALE_PROBE, hint_on_error=_sdpa_error_hint)
+    kinds = [kind for kind, scale, why in _scale_mistakes(*probe)
+             if isinstance(seen, torch.Tensor) and seen.is_floating_point()
+             and is_close(seen, _attend(*probe, None, scale=scale), atol=1e-5, rtol=1e-3)]
+    named = [why for kind, scale, why in found if kind in kinds]
+    if len(named) == 1:
+        fail(f"the output is wrong on {case}: {named[0]}")
+    d = q.shape[-1]
+    fail(f"the output is wrong on {case}: the scores are divided by {found[0][1]:.4g}, not by "
+         f"sqrt(d) = sqrt({d}) = {math.sqrt(d):.4g}.",
+         "d is the size of the queries and keys, queries.shape[-1]: divide Q K^T by "
+         "math.sqrt(d).")
+
+
+def _masks_queries(out, q, k, v, valid_lens, atol):
+    """Whether valid_lens was applied to the queries axis: the queries at positions >=
+    valid_len come out all zeros (or the mean of the values), the others unmasked."""
+    if valid_lens is None or valid_lens.dim() != 1:
+        return False
+    n_q = q.shape[1]
+    past = torch.arange(n_q) >= valid_lens[:, None]                 # (batch, queries)
+    if torch.equal(past, (valid_lens == 0)[:, None].expand(-1, n_q)):
+        return False            # every length is 0 or >= num_queries: nothing to tell apart
+    if torch.equal((out == 0).all(dim=-1), past):
+        return True
+    plain = _attend(q, k, v, None)
+    mean = v.double().mean(dim=1, keepdim=True).expand_as(plain)
+    return any(is_close(out, torch.where(past[..., None], other, plain), atol=atol, rtol=1e-3)
+               for other in (torch.zeros_like(plain), mean))
+
+
+# (keyword arguments of _attend from the keys, why): mistakes other than the scale.
+_SDPA_MISTAKES = [
+    (lambda k: dict(scale=1.0, after=math.sqrt(k.shape[-1])),
+     "the weights, not the scores, are divided by sqrt(d): scale the scores before the "
+     "softmax."),
+    (lambda k: dict(dim=1), "the softmax runs over the queries: take it over the keys, the "
+                            "last axis of the (batch, queries, keys) scores."),
+    (lambda k: dict(offset=1), "the mask is off by one: keep keys at positions < valid_len."),
+    (lambda k: dict(keys_t=k.reshape(k.shape[0], k.shape[2], k.shape[1])),
+     "the keys are reshaped to (batch, d, n), which mixes their entries: transpose them, "
+     "keys.transpose(1, 2)."),
+    (lambda k: dict(uniform_empty=True),
+     "a query with no valid key gets a uniform average of the values; its output should be "
+     "all zeros (all its weights are 0): multiply the weights by the mask."),
+]
 
 
 @checker("scaled_dot_product_attention")
@@ -469,9 +549,18 @@ def check_scaled_dot_product_attention(fn):
         ref = _attend(q, k, v, valid_lens)
         if is_close(out, ref, atol=atol, rtol=1e-3):
             continue
-        for kwargs, why in _sdpa_mistakes(q, k, v):
-            if is_close(out, _attend(q, k, v, valid_lens, **kwargs), atol=atol, rtol=1e-3):
+        _diagnose_scale(fn, out, q, k, v, valid_lens, atol, case)
+        for kwargs, why in _SDPA_MISTAKES:
+            if is_close(out, _attend(q, k, v, valid_lens, **kwargs(k)), atol=atol, rtol=1e-3):
                 fail(f"the output is wrong on {case}: {why}")
+        if _masks_queries(out, q, k, v, valid_lens, atol):
+            fail(f"the output is wrong on {case}: the outputs of the queries at positions "
+                 ">= valid_len came out all zeros (or the mean of the values): valid_lens "
+                 "masks the queries here, not the keys.",
+                 "valid_len counts the valid keys of each query: compare the key positions, "
+                 "torch.arange(num_keys) (the last axis of the (batch, queries, keys) "
+                 "scores), with valid_lens[:, None, None], so that every query keeps a "
+                 "softmax over its first valid_len keys.")
         if valid_lens is not None and valid_lens.dim() == 2:
             for reduced, how in ((valid_lens.amax(dim=1), "the largest"),
                                  (valid_lens.amin(dim=1), "the smallest"),
@@ -513,11 +602,19 @@ def check_scaled_dot_product_attention(fn):
         hint = ("output = softmax(Q K^T / sqrt(d), masked) V, with the values (not the keys) "
                 "and torch.bmm or @ over the batch.")
         lens = _lens_2d(valid_lens, (q.shape[0], q.shape[1], k.shape[1]))
-        if ((out == 0).all(dim=-1) & (lens > 0)).any():
+        zero = (out == 0).all(dim=-1) & (lens > 0)
+        scores = q.double() @ k.double().transpose(1, 2) / math.sqrt(q.shape[-1])
+        if zero.any() and scores.abs().max() > 1e4:
             hint = ("every weight of a query that has valid keys came out 0: with scores near "
                     "-2e4, either exp() underflowed (subtract each row's maximum before exp) "
                     "or the fill value lies above the scores (-1e4 > -2e4: fill with "
                     "torch.finfo(scores.dtype).min, as in the masked_softmax exercise).")
+        elif zero.any():
+            b, i = (int(t) for t in zero.nonzero()[0])
+            hint = (f"the output of query {i} of example {b} came out all zeros, although its "
+                    f"valid_len is {int(lens[b, i])}: only a query with no valid key "
+                    "(valid_len 0) has an all-zero output. Mask the keys at positions >= "
+                    "valid_len (the last axis of the scores), each query with its own length.")
         expect_close(out, ref, what="the output", case=case, atol=atol, rtol=1e-3, hint=hint)
     g = torch.Generator().manual_seed(41)
     for lens in (torch.tensor([3, 0]), torch.tensor([[1, 3, 0], [0, 2, 4]])):
