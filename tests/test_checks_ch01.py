@@ -459,3 +459,42 @@ def test_round5_topk_messages_point_at_the_fault(name):
     text = rejects(checks.check_topk_attention_pool, vars(r5)[name],
                    *ROUND5_TOPK_MESSAGES[name])
     assert "exp() overflows" not in text
+
+
+# -- Round 6 red team (tests/checker_redteam/round6_ch01_*.py): holes and messages ---------
+
+ROUND6_SOFTMAX_MESSAGES = {
+    # -inf replaced by -1e4: outranks the row's scores near -2e4 (the new -inf case)
+    "W_17_max_over_finite_only": ["to a score of -inf", "nan_to_num"],
+}
+
+ROUND6_TOPK_MESSAGES = {
+    # the k-th best without keepdim: wrong without an error on the new square case
+    "W_02_kth_no_keepdim": ["as many queries as keys", "query j", "values[:, -1:]"],
+    # a mask cached by shape and k
+    "W_18_mask_cached": ["the same sizes and k", "keep nothing between calls"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND6_SOFTMAX_MESSAGES)
+def test_round6_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round6_ch01_softmax as r6
+
+    rejects(checks.check_softmax, vars(r6)[name], *ROUND6_SOFTMAX_MESSAGES[name])
+
+
+@pytest.mark.parametrize("name", ROUND6_TOPK_MESSAGES)
+def test_round6_topk_messages_point_at_the_fault(name):
+    from checker_redteam import round6_ch01_topk as r6
+
+    text = rejects(checks.check_topk_attention_pool, vars(r6)[name],
+                   *ROUND6_TOPK_MESSAGES[name])
+    assert "exp() overflows" not in text
+
+
+def test_round6_softmax_keeps_minus_inf_at_zero():
+    # clamping the scores from below is the same fault as nan_to_num(neginf=-1e4)
+    def clamped(scores):
+        return softmax_reference(scores.clamp_min(-1e4))
+
+    rejects(checks.check_softmax, clamped, "to a score of -inf")

@@ -265,3 +265,32 @@ def test_round5_unguarded_output_division_is_named():
     text = rejects(checks.check_epanechnikov_pool, r5.W_26_output_from_unguarded_division,
                    "the outputs contain NaN", "also the one that gives the outputs")
     assert "replaced afterwards" not in text
+
+
+# -- Round 6 red team (tests/checker_redteam/round6_ch02_epan.py) --------------------------
+
+ROUND6_MESSAGES = {
+    # |u| as sqrt(u * u): NaN gradient where a query equals a key (the new gradient case)
+    "W_13_sqrt_norm_grad": ["query 0 equals key 2: u = 0", "sqrt(u * u)"],
+    # weights cached by the width and the sizes (the new case repeats the first one's)
+    "W_19_kernel_cached_by_width": ["are those your function returned on",
+                                    "keep nothing between calls"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND6_MESSAGES)
+def test_round6_messages_point_at_the_fault(name):
+    from checker_redteam import round6_ch02_epan as r6
+
+    text = rejects(checks.check_epanechnikov_pool, vars(r6)[name], *ROUND6_MESSAGES[name])
+    assert "they are not sorted" not in text and "replaced afterwards" not in text
+
+
+def test_round6_same_points_at_another_width_is_not_called_state():
+    # a kernel that ignores the width returns the same weights for the same points at widths
+    # 1 and 0.7: that is the width's fault, not state kept between calls
+    def ignores_width(queries, keys, values, width=1.0):
+        return reference(queries, keys, values, 1.0)
+
+    text = rejects(checks.check_epanechnikov_pool, ignores_width)
+    assert "returned on" not in text
