@@ -411,8 +411,9 @@ def test_check_mlm_masking_rejects_round2(fn):
     rejects(checks.check_mlm_masking, fn)
 
 
-@pytest.mark.parametrize("fn", [p for p in redteam_entries("round2_ch08_mlm", ("C_", "O_", "Q_"))
-                                if p.id not in NOT_THE_ORIGINAL])
+@pytest.mark.parametrize("fn", [
+    p for p in redteam_entries("round2_ch08_mlm", ("C_", "O_", "Q_"))
+    if p.id not in NOT_THE_ORIGINAL])
 def test_check_mlm_masking_accepts_round2_right_solutions(fn):
     accepts(checks.check_mlm_masking, fn)
 
@@ -523,7 +524,8 @@ def numpy_seeded_by_a_counter(tokens, vocab, _calls=[0]):
     _calls[0] += 1
     rng = np.random.RandomState(_calls[0])
     shape = tuple(tokens.shape)
-    chosen = (tokens >= vocab.num_specials) & torch.from_numpy(rng.random_sample(shape) < 0.15)
+    draws = torch.from_numpy(rng.random_sample(shape))
+    chosen = (tokens >= vocab.num_specials) & (draws < 0.15)
     a = torch.from_numpy(rng.random_sample(shape))
     rnd = torch.from_numpy(rng.randint(vocab.num_specials, len(vocab), shape))
     return _masked(tokens, vocab, chosen, a, rnd)

@@ -407,8 +407,8 @@ def _awkward_batch(vocab, num_rows=1200, max_len=32, seed=3):
 
 
 # Names of the functions that seed a random generator (torch, NumPy, Python's random).
-_SEEDING = {"manual_seed", "manual_seed_all", "seed", "seed_all", "set_rng_state", "setstate",
-            "set_state"}
+_SEEDING = {"manual_seed", "manual_seed_all", "seed", "seed_all", "set_rng_state",
+            "setstate", "set_state"}
 
 
 def _seeding_spy(fn):
@@ -504,13 +504,15 @@ def _check_awkward_batches(fn, vocab):
     watching for seeding calls), then the same batch as a column slice, which is not
     contiguous in memory (`.view(-1)` fails on it; trimming padding makes such slices)."""
     tokens = _awkward_batch(vocab)
-    case = (f"a batch of {tokens.shape[0]} rows of length {tokens.shape[1]} whose input already "
+    case = (f"a batch of {tokens.shape[0]} rows of length {tokens.shape[1]} whose input "
+            "already "
             "holds [MASK] tokens (15% of the ordinary positions), with rows that hold no "
             "ordinary token ([CLS] [SEP] [PAD] ..., [CLS] [MASK] [SEP] [PAD] ...)")
     spied, seen = _seeding_spy(fn)
     inputs, labels = _one_call(
         spied, tokens, vocab, case,
-        hint="some rows of this batch hold no ordinary token; such a row has nothing to choose: it comes back unchanged, "
+        hint="some rows of this batch hold no ordinary token; such a row has nothing to "
+             "choose: it comes back unchanged, "
              "with labels all -100 (no torch.multinomial over an all-zero row, no division "
              "by its number of ordinary tokens).")
     if seen and not _follows_the_callers_seed(fn, tokens[-200:], vocab):
@@ -518,14 +520,15 @@ def _check_awkward_batches(fn, vocab):
              "exercise says do not seed inside the function. Seeded there (from a constant, a "
              "call counter or the clock), the masks ignore the caller's seed (book.set_seed), "
              "and torch.manual_seed inside also resets the caller's global generator.",
-             "draw from torch's global generator (torch.rand(tokens.shape), torch.randint(...)) "
-             "and leave the seeding to the caller: book.set_seed(0) once, at the top of the "
+             "draw from torch's global generator (torch.rand(tokens.shape), "
+             "torch.randint(...)) and leave the seeding to the caller: book.set_seed(0) once, at the top of the "
              "notebook.")
     _check_labels(inputs, labels, tokens, vocab)
     wide = torch.cat([tokens, tokens[:, :8]], dim=1)
     case = (f"the same batch given as the column slice tokens[:, :{tokens.shape[1]}] of a "
             f"{tuple(wide.shape)} tensor (not contiguous in memory)")
-    inputs, labels = _one_call(fn, tokens, vocab, case, given=wide.clone()[:, :tokens.shape[1]])
+    given = wide.clone()[:, :tokens.shape[1]]
+    inputs, labels = _one_call(fn, tokens, vocab, case, given=given)
     _check_labels(inputs, labels, tokens, vocab)
 
 
