@@ -394,10 +394,10 @@ R6_MESSAGES = {
                                 "Do not wrap (i % max_len) or clamp"),
     "W_13_scaled_embeddings_sqrt_d": ("your forward returns 4 * X + P (sqrt(num_hiddens) = "
                                       "sqrt(16)), not X + P", "do not scale X"),
-    "W_20_always_float32": ("forward(X) has dtype torch.float32 on X of shape (2, 7, 16) in "
-                            "float64", "do not cast the result"),
-    "W_21_ignores_max_len": ("max_len=1200) has 16000 trainable numbers, fewer than max_len "
-                             "x num_hiddens = 19200",),
+    "W_20_always_float32": ("forward(X) has dtype torch.float32 on X of shape (2, 7, 16) "
+                            "in float64", "do not cast the result"),
+    "W_21_ignores_max_len": ("max_len=1200) has 16000 trainable numbers, fewer than "
+                             "max_len x num_hiddens = 19200",),
 }
 
 
@@ -409,7 +409,7 @@ def test_round6_messages(name):
 
 
 def _past_max_len(rows):
-    """A table of max_len rows whose forward reads row rows(n, max_len)[i] for position i."""
+    """A table of max_len rows; forward reads row rows(n, max_len)[i] for position i."""
     def forward(self, X):
         index = rows(X.shape[1], self.P.shape[1])
         return self.dropout(X + self.P[:, index])

@@ -350,9 +350,10 @@ def _expect_too_long_refused(module, d):
          "vector per position i < max_len; a longer sequence must raise an error, as the "
          "course's PositionalEncoding does (ValueError), or the model silently computes "
          "with positions it has no vectors for.",
-         "build the table from max_len, nn.Parameter(torch.randn(1, max_len, num_hiddens)), "
-         "and slice it, self.P[:, :n]: for n > max_len the sum then fails (or raise "
-         "ValueError yourself). Do not wrap (i % max_len) or clamp the positions.")
+         "build the table from max_len, nn.Parameter(torch.randn(1, max_len, "
+         "num_hiddens)), and slice it, self.P[:, :n]: for n > max_len the sum then "
+         "fails (or raise ValueError yourself). Do not wrap (i % max_len) or clamp the "
+         "positions.")
 
 
 def _expect_precision(module, dtype):
