@@ -66,8 +66,10 @@ def O_04_numpy_fresh_generator(tokens, vocab):
     return torch.from_numpy(inputs), torch.from_numpy(labels)
 
 
-def O_05_python_random_loop(tokens, vocab):
-    """Python's random module, position by position."""
+# Right in round 4; since round 6 the checker also passes a non-contiguous batch (a column
+# slice), where tokens.view(-1) raises: a wrong solution now.
+def W_38_python_random_loop_view(tokens, vocab):
+    """Python's random module, position by position (flattened with .view)."""
     inputs, labels = tokens.clone(), torch.full_like(tokens, IGNORE)
     flat_t, flat_i, flat_l = tokens.view(-1).tolist(), inputs.view(-1), labels.view(-1)
     out_i, out_l = list(flat_t), [IGNORE] * len(flat_t)
@@ -160,8 +162,9 @@ def W_07_independent_overriding_draws(tokens, vocab):
     return inputs, torch.where(chosen, tokens, torch.full_like(tokens, IGNORE))
 
 
-# Accepted on purpose: never equal to the original: 'unchanged' moves from 10.17% to 10.00%, below what 57,600 chosen positions resolve; accepted on purpose (the checker's centre allows it).
-def A_08_random_excludes_original(tokens, vocab):
+# Accepted on purpose in round 4 (invisible with 60 ordinary ids); since round 6 a call with
+# 2 ordinary ids shows it: 'unchanged' 10% instead of 15%.
+def W_39_random_excludes_original(tokens, vocab):
     """Redraws a random token equal to the original (not uniform over the ordinary ids)."""
     ordinary = tokens >= vocab.num_specials
     chosen = ordinary & (torch.rand(tokens.shape) < 0.15)
