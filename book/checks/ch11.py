@@ -492,12 +492,13 @@ def check_grouped_query_attention(fn):
     Q, K, V = (torch.randn(2, 4, 3, 4, generator=g), torch.randn(2, 2, 6, 4, generator=g),
                torch.randn(2, 2, 6, 4, generator=g))
     case = "batch 2, 4 query heads, 2 key-value heads, 3 queries, 6 keys, head size 4"
+    stale = None  # K and V as they were at the previous call
     for step in range(2):
         with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
             out = call(fn, Q, K, V, name="grouped_query_attention", case=case)
         expect_tensor(out, Q.shape, Q.dtype, what="the output", case=case)
         if not is_close(out, _gqa(Q, K, V), atol=1e-5, rtol=1e-4):
-            if step and is_close(out, _gqa(Q, *stale), atol=1e-5, rtol=1e-4):
+            if stale and is_close(out, _gqa(Q, *stale), atol=1e-5, rtol=1e-4):
                 fail(f"the output is wrong on {case}: it is the attention over K and V as "
                      "they were at the previous call, before they were changed in place. "
                      "A key-value cache is updated in place, so the same tensors (same "
