@@ -281,7 +281,7 @@ def test_round5_messages_point_at_the_fault(name):
 ROUND6_MESSAGES = {
     # K^T cached by shape: the second call with new tensors of the first case's shapes
     "W_15_cache_KT_by_shape": ["a second call with new Q, K and V",
-                               "it is what an earlier call's K (of the same shape) give",
+                               "it is what an earlier call's K (of the same shape) gives",
                                "compute everything from this call's Q, K and V"],
     # all queries at once against chunks of keys (an online softmax): exact values, but
     # num_queries x chunk_size scores, more than chunk_size x num_keys with 2000 queries
@@ -306,7 +306,7 @@ def cached_values(Q, K, V, chunk_size, _kept={}):
 
 def test_values_kept_from_an_earlier_call_are_named():
     rejects(checks.check_chunked_attention, cached_values,
-            "it is what an earlier call's V (of the same shape) give")
+            "it is what an earlier call's V (of the same shape) gives")
 
 
 def test_key_blocks_with_all_queries_pass_the_square_case_and_fail_the_other():

@@ -256,7 +256,7 @@ WRONG_ATTENTIONS = {
                                   "only the output"),
     "unimplemented stub": (stub, "not implemented yet"),
     # kinds round 1 missed
-    "masks the queries, not the keys": (masks_queries, "wrong on"),
+    "masks the queries, not the keys": (masks_queries, "masks the queries here, not the keys"),
     "float32 output for float16 inputs": (float32_for_float16, "expected torch.float16"),
     "dropout 0.1 on the weights, always on": (
         lambda q, k, v, lens: torch.nn.functional.dropout(masked_softmax(

@@ -146,7 +146,8 @@ def _stale(out, tensors, earlier, tol, case):
         mixed = [old[x] if x in names else t for x, t in zip("QKV", tensors)]
         if is_close(out, _attention(*mixed), **tol):
             fail(f"the output is wrong on {case}: it is what an earlier call's "
-                 f"{' and '.join(names)} (of the same shape) give: your function keeps something "
+                 f"{' and '.join(names)} (of the same shape) give"
+                 f"{'s' if len(names) == 1 else ''}: your function keeps something "
                  "computed from an earlier call (a cache keyed by shape or dtype, a default "
                  "argument, a global).",
                  "compute everything from this call's Q, K and V: inputs of the same shape "

@@ -473,15 +473,17 @@ def _diagnose_scale(fn, out, q, k, v, valid_lens, atol, case):
     if len(named) == 1:
         fail(f"the output is wrong on {case}: {named[0]}")
     d = q.shape[-1]
-    fail(f"the output is wrong on {case}: the scores are divided by {found[0][1]:.4g}, not by "
+    scales = " or ".join(dict.fromkeys(f"{scale:.4g}" for kind, scale, why in found))
+    fail(f"the output is wrong on {case}: the scores are divided by {scales}, not by "
          f"sqrt(d) = sqrt({d}) = {math.sqrt(d):.4g}.",
          "d is the size of the queries and keys, queries.shape[-1]: divide Q K^T by "
          "math.sqrt(d).")
 
 
 def _masks_queries(out, q, k, v, valid_lens, atol):
-    """Whether valid_lens was applied to the queries axis: the queries at positions >=
-    valid_len come out all zeros (or the mean of the values), the others unmasked."""
+    """Whether valid_lens was applied to the queries axis: exactly the queries at positions
+    >= valid_len come out all zeros, or they come out as the mean of the values and the
+    others as unmasked attention."""
     if valid_lens is None or valid_lens.dim() != 1:
         return False
     n_q = q.shape[1]
