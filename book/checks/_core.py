@@ -461,6 +461,9 @@ DETACHED_HINT = ("keep every step in PyTorch with autograd on: no torch.no_grad(
                  ".data, NumPy or .item()/.tolist() round trips, and no torch.tensor(...) "
                  "rebuilt from values. Your function is used inside models that are trained, "
                  "so gradients must flow through it.")
+STALE_HINT = ("one of your outputs comes from an earlier computation (a cached or stored "
+              "tensor, such as a module's attention_weights, or a result kept from an "
+              "earlier call): compute every output in this call.")
 INPLACE_HINT = ("an in-place operation (exp_(), /=, masked_fill_, x[...] = ...) overwrote a "
                 "tensor that autograd saved for the backward pass: build new tensors instead.")
 
@@ -511,7 +514,8 @@ def expect_gradients(fn, reference, inputs, *, name, case, extra=(), params=(),
     try:
         grads = torch.autograd.grad(loss, leaves + [p for _, p in params], allow_unused=True)
     except RuntimeError as error:
-        fail(f"backward() through {name} failed on {case}: {error}", INPLACE_HINT)
+        fail(f"backward() through {name} failed on {case}: {error}",
+             STALE_HINT if "a second time" in str(error) else INPLACE_HINT)
     labels = [label for label, _ in inputs] + [label for label, _ in params]
     for label, grad, ref in zip(labels, grads, ref_grads):
         ref = torch.zeros(()) if ref is None else ref

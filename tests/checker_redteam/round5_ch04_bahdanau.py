@@ -220,7 +220,9 @@ def W_21_rnn_top_layer_state_only(decoder, token, hidden_state, enc_outputs, enc
     return decoder.dense(out.squeeze(1)), h, w
 
 
-def O_05_exp_no_max_scores_bounded_by_tanh(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+# The writer's O05: exp() without the maximum overflows float32 once a score passes 88; the
+# large-score case added in round 6 (w_v x400, scores to 156) gives NaN weights.
+def W_29_exp_no_max_scores_bounded_by_tanh(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
     att = decoder.attention
     s = _scores(att, hidden_state[-1], enc_outputs)
     keep = torch.arange(s.shape[-1], device=s.device) < enc_valid_lens[:, None]
