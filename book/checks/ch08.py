@@ -904,6 +904,7 @@ def check_bert_param_count(fn):
         got.append(count)
         returned.append(value)
     if got == expected:
+        _check_count_keeps_no_state(fn, cases)
         return None
     for (V, H, F, L, P), want, count, value in zip(cases, expected, got, returned):
         if count != want:
@@ -926,6 +927,15 @@ def check_bert_param_count(fn):
              f"({type(value).__name__}): counts this large are rounded in floating point.",
              "return an int and compute with Python ints throughout (no float32 tensors, "
              "numpy floats, / or math.pow): 4 * H ** 2, not a tensor product.")
+    if all(g == w or abs(g - w) <= 1e-6 * w for g, w in zip(got, expected)) and all(
+            g == w for g, w in zip(got, expected) if w < 2 ** 24):
+        # right below 2^24, a few units off above: float32 arithmetic (24-bit significand)
+        fail(f"bert_param_count gives {count:,} on {case}; the model has {want:,} "
+             f"({abs(diff):,} {'more' if diff > 0 else 'fewer'}), while it is exact on every "
+             "configuration below 2^24 = 16,777,216 parameters: that is float32 rounding, not "
+             "a missing part (float32 holds whole numbers exactly only up to 2^24).",
+             "compute with Python ints (int(...) of every argument; no float32 tensors, "
+             "numpy float32 values, / or math.pow), and return an int.")
     slips = _named_slips(got, cases)
     slips = slips if len(slips) <= 3 else []  # too many ways to get there: say nothing
     direction = f"{-diff:,} too few" if diff < 0 else f"{diff:,} too many"
@@ -936,3 +946,38 @@ def check_bert_param_count(fn):
             "head (H^2+H, LayerNorm 2H, H*V+V), NSP head 2H+2.")
     fail(f"bert_param_count gives {count:,} on {case}; the model has {want:,} "
          f"(yours is {direction}).", hint)
+
+
+def _check_count_keeps_no_state(fn, cases):
+    """The count depends on the arguments only: configurations that share vocab_size and
+    num_hiddens with an earlier one (another max_len, ffn_num_hiddens, num_blks), then every
+    configuration again in reverse order. A cache keyed on some of the arguments reuses a
+    stale count there."""
+    more = [(100, 16, 40, 1, 50), (100, 16, 64, 2, 20), (500, 32, 128, 1, 64),
+            (30522, 768, 3072, 12, 128)]
+    why = "the exercise asks for the count by formula (do not build the model)."
+    answers = {}
+    for config in more + cases[::-1]:
+        V, H, F, L, P = config
+        case = (f"vocab_size={V}, num_hiddens={H}, ffn_num_hiddens={F}, num_blks={L}, "
+                f"max_len={P}")
+        with forbidden(_building_refused(), why):
+            value = call(fn, V, H, F, L, P, name="bert_param_count", case=case)
+        count, want = _as_int(value), _reference_param_count(*config)
+        if count == want:
+            continue
+        shown = f"{count:,}" if count is not None else f"{type(value).__name__} {value!s:.60}"
+        if config in cases:
+            fail(f"bert_param_count gives {shown} on {case} when called again; it gave the "
+                 f"right count, {want:,}, the first time: the count must depend only on the "
+                 "arguments.",
+                 "keep nothing between calls (no dict, global or cache keyed on only some "
+                 "of the arguments); functools.lru_cache on all five is fine.")
+        earlier = next(c for c in cases if c[:2] == config[:2])
+        fail(f"bert_param_count gives {shown} on {case}; the model has {want:,}. It was right "
+             f"on every earlier configuration, among them vocab_size={earlier[0]}, "
+             f"num_hiddens={earlier[1]}, ffn_num_hiddens={earlier[2]}, "
+             f"num_blks={earlier[3]}, max_len={earlier[4]} (the same vocab_size and "
+             "num_hiddens): does your function keep something between calls?",
+             "the count must depend on all five arguments and nothing else: no dict, global "
+             "or cache keyed on only some of them (functools.lru_cache on all five is fine).")
