@@ -141,8 +141,9 @@ def _dispersion(counts, trials, p):
     return D, se
 
 
-def _one_call(fn, tokens, vocab, case, hint=None, given=None):
-    """Call fn on a copy of `tokens` (or on `given`, equal to it: a non-contiguous view)."""
+def _one_call(fn, tokens, vocab, case, hint=None, given=None, log=None):
+    """Call fn on a copy of `tokens` (or on `given`, equal to it: a non-contiguous view);
+    `log` collects each call's (number chosen, number made [MASK])."""
     given = tokens.clone() if given is None else given
     result = call(fn, given, vocab, name="mask_tokens", case=case,
                   hint_on_error=(lambda error: hint) if hint else None)
@@ -167,10 +168,14 @@ def _one_call(fn, tokens, vocab, case, hint=None, given=None):
         fail("mask_tokens changed the `tokens` tensor it was given.",
              "build new tensors (torch.where, or tokens.clone() first): the caller may "
              "need the original tokens, and they are the labels.")
-    return inputs.cpu(), labels.cpu()
+    inputs, labels = inputs.cpu(), labels.cpu()
+    if log is not None:
+        chosen = labels != IGNORE
+        log.append((int(chosen.sum()), int((chosen & (inputs == vocab.mask)).sum())))
+    return inputs, labels
 
 
-def _check_labels(inputs, labels, tokens, vocab):
+def _check_labels(inputs, labels, tokens, vocab, previous=None):
     special = tokens < vocab.num_specials
     ordinary = ~special
     labelled = labels != IGNORE
@@ -195,7 +200,11 @@ def _check_labels(inputs, labels, tokens, vocab):
         fail(f"a special token was chosen: position [{i}, {j}] holds {name}, and mask_tokens "
              f"changed it or gave it a label. The special tokens ([PAD], [UNK], [CLS], "
              "[SEP], and [MASK] too, which an input may already hold) are never predicted; "
-             "choose only ordinary tokens.",
+             "choose only ordinary tokens."
+             + (" The batch before this one had the same shape and an ordinary token "
+                "there: does your function keep something between calls (which positions "
+                "are ordinary, cached per shape)?"
+                if previous is not None and previous[i, j] >= vocab.num_specials else ""),
              "ordinary tokens are those with id >= vocab.num_specials (vocab.mask is the "
              "last special id, not the first ordinary one).")
     wrong_label = labelled & (labels != tokens)
@@ -227,7 +236,8 @@ def check_mlm_masking(fn):
     vocab = _masking_vocab()
     tokens = _masking_batch(vocab)
     case = f"a batch of {tokens.shape[0]} BERT inputs of length {tokens.shape[1]}"
-    results = [_one_call(fn, tokens, vocab, case) for _ in range(CALLS)]
+    log = []  # (chosen, [MASK]) per call, for the exact-split test at the end
+    results = [_one_call(fn, tokens, vocab, case, log=log) for _ in range(CALLS)]
     for inputs, labels in results:
         _check_labels(inputs, labels, tokens, vocab)
     if all(torch.equal(results[0][1], r[1]) and torch.equal(results[0][0], r[0])
@@ -255,6 +265,7 @@ def check_mlm_masking(fn):
              "original token); you labelled only the positions you changed.",
              "labels = torch.where(chosen, tokens, IGNORE), with `chosen` the 15% drawn "
              "first, whatever happens to the input there.")
+    _check_neighbours_independent(labelled, ordinary)
     busy = ordinary.sum(0) > 0
     pooled = n_chosen / max(n_ord, 1)  # homogeneity: each column against the pooled rate
     col_z = torch.tensor([_z(int(labelled[:, j].sum()), int(ordinary[:, j].sum()), pooled)
@@ -359,10 +370,12 @@ def check_mlm_masking(fn):
     _check_calls_independent(results, tokens, vocab)
     _check_rows_drawn_apart(labelled, tokens.shape[0])
     _check_no_cap_per_row(rows_c, rows_m, pooled)
-    _check_replacements_from_the_whole_vocabulary(fn, tokens)
+    _check_replacements_from_the_whole_vocabulary(fn, tokens, log)
     # Inputs the main batch does not hold, and what a tiny vocabulary shows.
-    _check_awkward_batches(fn, vocab)
-    _check_tiny_vocabulary(fn)
+    _check_awkward_batches(fn, vocab, log)
+    _check_tiny_vocabulary(fn, log)
+    _check_three_ids(fn, log)
+    _check_split_not_exact(log)
 
 
 def _check_rate_same_in_every_row(rows_c, rows_m, pooled, D):
@@ -391,8 +404,9 @@ def _check_rate_same_in_every_row(rows_c, rows_m, pooled, D):
 
 def _awkward_batch(vocab, num_rows=1200, max_len=32, seed=3):
     """Inputs a real batch may hold and the main batch does not: [MASK] tokens already in
-    the input (book.bert.tokenize maps the text "[MASK]" to it), and rows without any
-    ordinary token ("[CLS] [SEP] [PAD] ...", "[CLS] [MASK] [SEP] [PAD] ...")."""
+    the input (book.bert.tokenize maps the text "[MASK]" to it), rows without any
+    ordinary token ("[CLS] [SEP] [PAD] ...", "[CLS] [MASK] [SEP] [PAD] ..."), and rows with
+    one or two ordinary tokens ("[CLS] w [SEP] [PAD] ...", "[CLS] w w [SEP] [PAD] ...")."""
     tokens = _masking_batch(vocab, num_rows, max_len, seed)
     g = torch.Generator().manual_seed(seed + 10)
     ordinary = tokens >= vocab.num_specials
@@ -403,6 +417,12 @@ def _awkward_batch(vocab, num_rows=1200, max_len=32, seed=3):
     tokens[empty:2 * empty, 1] = vocab.mask
     tokens[empty:2 * empty, 2] = vocab.sep
     tokens[empty:2 * empty, 3:] = vocab.pad
+    k = len(vocab) - vocab.num_specials
+    for width, rows in ((1, slice(2 * empty, 4 * empty)), (2, slice(4 * empty, 6 * empty))):
+        ids = torch.arange(2 * empty * width).view(2 * empty, width) % k + vocab.num_specials
+        tokens[rows, 1:1 + width] = ids
+        tokens[rows, 1 + width] = vocab.sep
+        tokens[rows, 2 + width:] = vocab.pad
     return tokens
 
 
@@ -482,10 +502,12 @@ def _seeding_spy(fn):
 
 
 def _follows_the_callers_seed(fn, tokens, vocab):
-    """A function that seeds a generator of its own from the caller's random stream (e.g.
+    """Returns (same seed twice gives the same masks, another seed gives the same ones).
+    A function that seeds a generator of its own from the caller's random stream (e.g.
     torch.Generator().manual_seed(int(torch.randint(2**62, ())))) is harmless: under the
     same caller seed it gives the same masks, under another seed other ones. Seeded from a
-    call counter or the clock, it gives other masks under the same seed."""
+    call counter or the clock, it gives other masks under the same seed; drawn from a
+    generator book.set_seed does not seed (made at import, or default_rng()), too."""
     outputs = []
     for seed in (CALLER_SEEDS[0], CALLER_SEEDS[0], CALLER_SEEDS[1]):
         with seeded(seed):
@@ -493,16 +515,18 @@ def _follows_the_callers_seed(fn, tokens, vocab):
                                      f"book.set_seed({seed})"))
     same = [torch.equal(a, b) for a, b in zip(outputs[0], outputs[1])]
     other = [torch.equal(a, b) for a, b in zip(outputs[0], outputs[2])]
-    return all(same) and not all(other)
+    return all(same), all(other)
 
 
 CALLER_SEEDS = (31337, 4242)  # seeds of no data generator, nor CHECK_SEED
 
 
-def _check_awkward_batches(fn, vocab):
-    """[MASK] in the input and rows without an ordinary token (a contiguous batch, while
-    watching for seeding calls), then the same batch as a column slice, which is not
-    contiguous in memory (`.view(-1)` fails on it; trimming padding makes such slices)."""
+def _check_awkward_batches(fn, vocab, log):
+    """[MASK] in the input, rows without an ordinary token and rows with one or two (a
+    contiguous batch, while watching for seeding calls), then another batch of the same shape
+    (its rows in reverse order: the short rows where the other had long ones) as a column
+    slice, which is not contiguous in memory (`.view(-1)` fails on it; trimming padding makes
+    such slices). Then: the short rows' chosen share, and the caller's seed."""
     tokens = _awkward_batch(vocab)
     case = (f"a batch of {tokens.shape[0]} rows of length {tokens.shape[1]} whose input "
             "already "
@@ -510,12 +534,13 @@ def _check_awkward_batches(fn, vocab):
             "ordinary token ([CLS] [SEP] [PAD] ..., [CLS] [MASK] [SEP] [PAD] ...)")
     spied, seen = _seeding_spy(fn)
     inputs, labels = _one_call(
-        spied, tokens, vocab, case,
+        spied, tokens, vocab, case, log=log,
         hint="some rows of this batch hold no ordinary token; such a row has nothing to "
              "choose: it comes back unchanged, "
              "with labels all -100 (no torch.multinomial over an all-zero row, no division "
              "by its number of ordinary tokens).")
-    if seen and not _follows_the_callers_seed(fn, tokens[-200:], vocab):
+    reproducible = _follows_the_callers_seed(fn, tokens[-200:], vocab)
+    if seen and reproducible != (True, False):
         fail(f"mask_tokens seeds a random generator at every call (it calls {seen[0]}): the "
              "exercise says do not seed inside the function. Seeded there (from a constant, a "
              "call counter or the clock), the masks ignore the caller's seed (book.set_seed), "
@@ -523,16 +548,126 @@ def _check_awkward_batches(fn, vocab):
              "draw from torch's global generator (torch.rand(tokens.shape), "
              "torch.randint(...)) and leave the seeding to the caller: book.set_seed(0) once, at the top of the "
              "notebook.")
+    if not reproducible[0]:
+        fail(f"after book.set_seed({CALLER_SEEDS[0]}), two calls on the same batch (the last "
+             "200 rows of the batch above) gave different masks: your function draws from a "
+             "random generator that book.set_seed does not seed (a torch.Generator or "
+             "numpy.random.default_rng made at import or without a seed, the clock...), so a "
+             "run cannot be reproduced. The exercise leaves the seeding to the caller.",
+             "draw from torch's global generator (torch.rand(tokens.shape), "
+             "torch.randint(...)), which book.set_seed seeds, or a generator passed in by the "
+             "caller; keep no private generator.")
     _check_labels(inputs, labels, tokens, vocab)
-    wide = torch.cat([tokens, tokens[:, :8]], dim=1)
-    case = (f"the same batch given as the column slice tokens[:, :{tokens.shape[1]}] of a "
-            f"{tuple(wide.shape)} tensor (not contiguous in memory)")
-    given = wide.clone()[:, :tokens.shape[1]]
-    inputs, labels = _one_call(fn, tokens, vocab, case, given=given)
-    _check_labels(inputs, labels, tokens, vocab)
+    short = [(tokens, labels)]
+    other = _awkward_batch(vocab, seed=4).flip(0)
+    wide = torch.cat([other, other[:, :8]], dim=1)
+    case = (f"another batch of the same shape {tuple(other.shape)}, the short rows at the "
+            "bottom this time, given as the column slice "
+            f"tokens[:, :{other.shape[1]}] of a {tuple(wide.shape)} tensor (not contiguous in "
+            "memory)")
+    given = wide.clone()[:, :other.shape[1]]
+    inputs, labels = _one_call(fn, other, vocab, case, given=given, log=log)
+    _check_labels(inputs, labels, other, vocab, previous=tokens)
+    short.append((other, labels))
+    _check_short_rows(short, vocab)
 
 
-def _check_tiny_vocabulary(fn):
+def _check_short_rows(calls, vocab):
+    """Rows with one or two ordinary tokens (480 rows, 720 positions per call, two calls):
+    each position is chosen with probability 0.15 there too. Forcing a choice into a row that
+    got none (d2l's max(1, ...)) makes it 100% and 51%. Failing needs 6 standard errors
+    (1,440 positions: 5.6 points); exact binomial tail below 2e-9."""
+    n = chosen = 0
+    shares = {}
+    for tokens, labels in calls:
+        ordinary = tokens >= vocab.num_specials
+        per_row = ordinary.sum(1)
+        for width in (1, 2):
+            rows = per_row == width
+            trials, hits = int(ordinary[rows].sum()), int((labels[rows] != IGNORE).sum())
+            t, h = shares.get(width, (0, 0))
+            shares[width] = (t + trials, h + hits)
+            n, chosen = n + trials, chosen + hits
+    if n and abs(_z(chosen, n, P_CHOOSE)) > COLUMN_TOLERANCE:
+        seen = ", ".join(f"{h / t:.0%} in rows with {w} ordinary token{'s' if w > 1 else ''}"
+                         for w, (t, h) in sorted(shares.items()) if t)
+        fail(f"in rows with only one or two ordinary tokens ([CLS] w [SEP] [PAD] ...), the "
+             f"share chosen is {seen}; expected 15% ({abs(_z(chosen, n, P_CHOOSE)):.1f} "
+             f"standard errors off on {n:,} positions, tolerance {COLUMN_TOLERANCE})."
+             + (" A row where nothing was chosen must stay so: do not force a choice into "
+                "it (d2l's max(1, ...))." if chosen > n * P_CHOOSE else ""),
+             "choose each ordinary position independently with probability 0.15, whatever "
+             "the rest of its row holds; a row may end up with no chosen position (its "
+             "labels are all -100, which cross_entropy skips).")
+
+
+def _mantel_haenszel(labelled, ordinary, lag):
+    """Are positions `lag` apart chosen independently? For each column pair (j, j + lag) of
+    each call, a 2 x 2 table over the rows (first chosen or not, second chosen or not); the
+    Mantel-Haenszel z-score over all of them (strata by call and column, so a rate that
+    differs between columns does not count). Also the share chosen after a chosen position
+    and after an unchosen one."""
+    first, second = labelled[:, :-lag], labelled[:, lag:]
+    both = (ordinary[:, :-lag] & ordinary[:, lag:]).view(CALLS, -1, first.shape[1]).double()
+    first = first.reshape(CALLS, -1, first.shape[1]).double() * both
+    second = second.reshape(CALLS, -1, second.shape[1]).double() * both
+    N, n1, m1 = both.sum(1), first.sum(1), second.sum(1)
+    a = (first * second).sum(1)
+    use = N > 1
+    N, n1, m1, a = N[use], n1[use], m1[use], a[use]
+    var = (n1 * (N - n1) * m1 * (N - m1) / (N ** 2 * (N - 1))).sum().item()
+    if var < 100:
+        return 0.0, 0.0, 0.0
+    z = (a - n1 * m1 / N).sum().item() / math.sqrt(var)
+    after = a.sum().item() / max(n1.sum().item(), 1)
+    not_after = (m1 - a).sum().item() / max((N - n1).sum().item(), 1)
+    return z, after, not_after
+
+
+def _check_neighbours_independent(labelled, ordinary):
+    """Neighbouring positions are chosen independently: the Mantel-Haenszel z-score of
+    positions 1 apart against that of positions 5 apart (a fixed count per row or a draw per
+    row ties every pair of a row alike; that is the dispersion test's business). A position
+    after a chosen one never chosen, or spans of two, give z1 below -30 or above 30 and z5
+    near 0. Failing needs |z1| > 6 and |z1 - z5| > 6 sqrt(2) (the two nearly independent
+    under independent choices): normal tail 2e-9, x 2 for safety."""
+    z1, after, not_after = _mantel_haenszel(labelled, ordinary, 1)
+    z5 = _mantel_haenszel(labelled, ordinary, 5)[0]
+    if abs(z1) > COLUMN_TOLERANCE and abs(z1 - z5) > COLUMN_TOLERANCE * math.sqrt(2):
+        fail(f"neighbouring positions are not chosen independently: of the ordinary "
+             f"positions right after a chosen one, {after:.1%} are chosen; right after one "
+             f"that was not chosen, {not_after:.1%} (z-score {z1:.1f}; for positions 5 apart "
+             f"{z5:.1f}; tolerance {COLUMN_TOLERANCE}). "
+             + ("Positions are chosen together (spans, pairs, whole words)."
+                if z1 > 0 else "A chosen position makes its neighbour less likely (skipping "
+                "or spacing the choices)."),
+             "draw one random number per position (torch.rand(tokens.shape) < 0.15) and "
+             "choose each position on its own, whatever its neighbours got.")
+
+
+def _check_split_not_exact(log):
+    """The 80/10/10 decision is drawn for each chosen position on its own, so the [MASK]
+    count of a call spreads like a binomial (about 46 positions either way on 13,400
+    chosen). An exact split (80% of the chosen positions, rounded) lands within one position
+    of 80% at every call. A right solution does so with probability at most 3 times the
+    largest binomial probability, 3 / sqrt(2 pi n 0.16), per call: on the check's calls with
+    1,000 chosen or more, a product far below 1e-9 (computed here; the test is skipped if
+    it is not)."""
+    calls = [(n, m) for n, m in log if n >= 1000]
+    bound = math.prod(min(1.0, 3.1 / math.sqrt(2 * math.pi * n * P_MASK * (1 - P_MASK)))
+                      for n, _ in calls)
+    if len(calls) >= 5 and bound < 1e-9 and all(abs(m - P_MASK * n) <= 1 for n, m in calls):
+        fail(f"in each of the {len(calls)} calls, exactly 80% of the chosen positions became "
+             "[MASK] (to within one position: "
+             + ", ".join(f"{m:,} of {n:,}" for n, m in calls[:4])
+             + ", ...); independent 80/10/10 decisions vary by about "
+             f"{math.sqrt(calls[0][0] * 0.16):.0f} positions from call to call.",
+             "decide for each chosen position on its own, with one uniform number per "
+             "position (< 0.8 -> [MASK], 0.8 to 0.9 -> a random token, else unchanged), not "
+             "by splitting the chosen positions into exact shares.")
+
+
+def _check_tiny_vocabulary(fn, log):
     """One more call with a vocabulary of 2 ordinary tokens, where a random replacement is
     the original token half the time: of the chosen positions, exactly 80% must be [MASK]
     (a random token that may be [MASK] makes it 80% + 10%/3) and 10% + 10%/2 = 15% unchanged
@@ -545,7 +680,7 @@ def _check_tiny_vocabulary(fn):
     k = len(tiny) - tiny.num_specials
     case = (f"a batch of {tokens.shape[0]} BERT inputs with a vocabulary of {k} ordinary "
             "tokens")
-    inputs, labels = _one_call(fn, tokens, tiny, case)
+    inputs, labels = _one_call(fn, tokens, tiny, case, log=log)
     _check_labels(inputs, labels, tokens, tiny)
     labelled = labels != IGNORE
     n = int(labelled.sum())
@@ -575,6 +710,44 @@ def _check_tiny_vocabulary(fn):
              "draw the random token uniformly from all ordinary ids, the original one "
              "included: torch.randint(vocab.num_specials, len(vocab), tokens.shape), with no "
              "redraw or shift to avoid the original.")
+
+
+def _check_three_ids(fn, log):
+    """One more call with a vocabulary of 3 ordinary tokens (8,000 rows): a chosen position
+    that is not made [MASK] is kept (probability 1/2) or gets a random token, each id with
+    probability 1/3; so it shows id i with probability 1/2 [original = i] + 1/6, and the
+    count of each id is a sum of independent Bernoullis (expected and variance computed from
+    the batch). An id drawn as round(u (k - 1)) gives the end ids half weight (25/50/25%):
+    about 13 standard errors on the middle id (with 2 ids that rounding is exactly uniform).
+    Failing needs |z| > 6.5 for one of the 3 ids: normal tails 3 x 8e-11, x 2 for safety."""
+    vocab = _masking_vocab(3)
+    tokens = _masking_batch(vocab, num_rows=8000, seed=7)
+    k = len(vocab) - vocab.num_specials
+    case = (f"a batch of {tokens.shape[0]} BERT inputs with a vocabulary of {k} ordinary "
+            "tokens")
+    inputs, labels = _one_call(fn, tokens, vocab, case, log=log)
+    _check_labels(inputs, labels, tokens, vocab)
+    rest = (labels != IGNORE) & (inputs != vocab.mask)
+    if rest.sum() < 500:
+        return
+    original, shown = tokens[rest], inputs[rest]
+    for i in range(vocab.num_specials, len(vocab)):
+        p = 0.5 * (original == i).double() + 0.5 / k
+        z = ((shown == i).sum().item() - p.sum().item()) / math.sqrt(
+            (p * (1 - p)).sum().item())
+        if abs(z) > 6.5:
+            share = ((shown != original) & (shown == i)).sum().item() / max(
+                int((shown != original).sum()), 1)
+            fail(f"with a vocabulary of {k} ordinary tokens, the chosen positions that were "
+                 f"not made [MASK] show {vocab.idx_to_token[i]} (id {i}) "
+                 f"{(shown == i).sum().item():,} times, expected about {p.sum().item():,.0f} "
+                 f"(half of them kept, half a random token, each of the {k} ids with "
+                 f"probability 1/{k}; z-score {z:.1f}, tolerance 6.5): your random tokens "
+                 f"are not uniform over the ordinary ids ({share:.0%} of the changed ones "
+                 f"are id {i}).",
+                 "draw the random token with torch.randint(vocab.num_specials, len(vocab), "
+                 "shape): every ordinary id equally likely. Rounding u * (k - 1) gives the "
+                 "first and last ids half the weight of the others.")
 
 
 def _action(inputs, labels, tokens, vocab):
@@ -625,13 +798,13 @@ def _check_calls_independent(results, tokens, vocab):
                      "draw the 80/10/10 decision anew at every call, not once and kept.")
 
 
-def _check_replacements_from_the_whole_vocabulary(fn, tokens):
+def _check_replacements_from_the_whole_vocabulary(fn, tokens, log):
     """One more call with a vocabulary of 200 ordinary tokens, on the same batch (which uses
     only the first 60): replacements uniform over the vocabulary land beyond id 64 seven
     times in ten; drawn from the batch's ids (tokens.max(), tokens.unique()) never."""
     big = _masking_vocab(200)
     inputs, labels = _one_call(fn, tokens, big, "the same batch with a vocabulary of 200 "
-                               "ordinary tokens (the batch uses the first 60)")
+                               "ordinary tokens (the batch uses the first 60)", log=log)
     labelled = labels != IGNORE
     replaced = labelled & (inputs != tokens) & (inputs != big.mask)
     if replaced.sum() < 100:
