@@ -446,3 +446,80 @@ def test_check_pre_norm_block_refuses_changes_outside_forward():
             "self.addnorm2 and self.addnorm1 of your block are one and the same AddNorm")
     rejects(checks.check_pre_norm_block, ReplacesFFN, "your block's forward changed its "
             "modules", "forward must not change the block's modules")
+
+
+# -- Round 7 red team (tests/checker_redteam/round7_ch07_pre_norm.py): a non-contiguous X and
+# one length per query are run; a wrong gradient, a tiny float64 difference and an output
+# wrong only at padded positions are named ----------------------------------------------
+R7_PRENORM = {
+    "W_03_ln_output_detached": "the outputs of both LayerNorms are detached",
+    "W_04_residual_detached": "the residual around the attention adds a detached X",
+    "W_05_own_ln_stats_stopgrad": "your LayerNorm's mean and variance get no gradient",
+    "W_06_own_ln_unbiased_var": "divides by the unbiased standard deviation",
+    "W_07_own_ln_no_eps": "its LayerNorm leaves out eps",
+    "W_16_valid_lens_ignored_when_2d": "valid_lens of shape (2, 6), one length per query",
+    "W_18_padding_rows_zeroed": "wrong only at padded positions (positions at or beyond "
+                                "valid_lens; example 1: 3 to 5)",
+    "W_19_kv_detached": "the keys and values are detached",
+    "W_20_layernorm_in_float32": "about what float32 arithmetic gives",
+    "W_22_own_ln_with_view": "on a non-contiguous X of shape (2, 6, 16)",
+}
+
+
+@pytest.mark.parametrize("name", R7_PRENORM)
+def test_check_pre_norm_block_round7_messages(name):
+    text = rejects(checks.check_pre_norm_block,
+                   redteam_entry("round7_ch07_pre_norm", name), R7_PRENORM[name])
+    assert "X.detach() in the residual" not in text or name == "W_04_residual_detached"
+    if name in ("W_07_own_ln_no_eps", "W_20_layernorm_in_float32"):
+        assert "The formula is right" in text or "the formula is right" in text
+        assert "Y = X + dropout1" not in text          # not the formula hint
+    if name == "W_20_layernorm_in_float32":
+        assert "expected 2.79335840088, got 2.79335830531" in text   # digits that differ
+        assert "compute in X's dtype" in text
+    if name == "W_16_valid_lens_ignored_when_2d":
+        assert "the first query's ([1, 1])" in text and "causal_valid_lens" in text
+    if name == "W_22_own_ln_with_view":
+        assert "Use .reshape()" in text
+
+
+def test_check_pre_norm_block_names_where_an_unusual_gradient_goes_wrong():
+    class ValuesDetached(TransformerEncoderBlock):
+        """Only the values are detached: no listed mistake; the message says which
+        gradients are wrong and which are right."""
+        def forward(self, X, valid_lens):
+            Z = self.addnorm1.ln(X)
+            Y = X + self.addnorm1.dropout(self.attention(Z, Z, Z.detach(), valid_lens))
+            return Y + self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
+
+    text = rejects(checks.check_pre_norm_block, ValuesDetached,
+                   "Wrong: the gradients with respect to X, self.addnorm1.ln",
+                   "right: those of self.attention.W_q", "hidden from autograd")
+    assert "X.detach() in the residual" not in text
+
+
+def test_check_pre_norm_block_names_eps_on_the_standard_deviation():
+    class EpsOnStd(TransformerEncoderBlock):
+        def forward(self, X, valid_lens):
+            def norm(ln, Y):
+                centred = Y - Y.mean(-1, keepdim=True)
+                return centred / (Y.var(-1, keepdim=True, unbiased=False).sqrt() + ln.eps) \
+                    * ln.weight + ln.bias
+            Z = norm(self.addnorm1.ln, X)
+            Y = X + self.addnorm1.dropout(self.attention(Z, Z, Z, valid_lens))
+            return Y + self.addnorm2.dropout(self.ffn(norm(self.addnorm2.ln, Y)))
+
+    rejects(checks.check_pre_norm_block, EpsOnStd, "adds eps to the standard deviation")
+
+
+def test_check_pre_norm_block_accepts_per_query_lengths_and_strided_inputs():
+    class ReshapeNorm(TransformerEncoderBlock):
+        """Right: a LayerNorm on X.reshape(-1, d), and valid_lens of any shape passed on."""
+        def forward(self, X, valid_lens):
+            def norm(ln, Y):
+                return ln(Y.reshape(-1, Y.shape[-1])).reshape(Y.shape)
+            Z = norm(self.addnorm1.ln, X)
+            Y = X + self.addnorm1.dropout(self.attention(Z, Z, Z, valid_lens))
+            return Y + self.addnorm2.dropout(self.ffn(norm(self.addnorm2.ln, Y)))
+
+    accepts(checks.check_pre_norm_block, ReshapeNorm)

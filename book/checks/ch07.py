@@ -1,11 +1,14 @@
 """Checkers for chapter 7's exercises: the causal mask and a pre-LayerNorm encoder block."""
+import copy
+import functools
+
 import torch
 
 import torch.nn.functional as F
 
 from ..transformer import TransformerEncoderBlock
-from ._core import call, checker, expect_close, expect_gradients, expect_tensor, fail, \
-    is_close, seeded
+from ._core import CheckFailed, call, checker, cotangents, expect_close, expect_gradients, \
+    expect_tensor, fail, is_close, seeded, view_hint, worst
 
 
 def _reference_mask(num_steps):
@@ -99,6 +102,10 @@ def _mistakes(block):
     def plain(Y):
         return F.layer_norm(Y, Y.shape[-1:])
 
+    def unbiased(ln):
+        return lambda Y: ((Y - Y.mean(-1, keepdim=True))
+                          / torch.sqrt(Y.var(-1, keepdim=True) + ln.eps) * ln.weight + ln.bias)
+
     def branch(X, lens, n1=ln1, n2=ln2, keys=None, ffn_in=None, outer=None, final=None):
         Z = n1(X)
         K = Z if keys is None else keys(X)
@@ -130,6 +137,12 @@ def _mistakes(block):
          "without weight and bias, or a new nn.LayerNorm).",
          "use the block's own modules, self.addnorm1.ln and self.addnorm2.ln: their weights "
          "and biases are trained."),
+        (lambda X, lens: branch(X, lens, n1=unbiased(ln1), n2=unbiased(ln2)),
+         "your LayerNorm divides by the unbiased standard deviation (torch.var's and "
+         "torch.std's default, n - 1 in the denominator); LayerNorm uses the biased one "
+         "(n in the denominator).",
+         "use the block's modules, self.addnorm1.ln and self.addnorm2.ln; a LayerNorm of your "
+         "own needs X.var(-1, keepdim=True, unbiased=False) + eps under the square root."),
         (lambda X, lens: branch(X, lens, outer=(ln1,), final=ln2),
          "your block normalises the residual sums too (LayerNorm inside and outside; "
          "calling self.addnorm1(X, ...) does this, since AddNorm returns LN(X + Y)).",
@@ -161,6 +174,11 @@ def _mistakes(block):
          "...)), then Y + dropout2(ffn(LN2(Y))), with Y, not X, in the second sum."),
         (lambda X, lens: branch(X, lens, final=ln2),
          "your block ends with a LayerNorm of its output.",
+         "pre-LN blocks do not normalise their output: the single final LayerNorm comes "
+         "after the last block, outside this class."),
+        (lambda X, lens: branch(X, lens, final=plain),
+         "your block ends with a LayerNorm of its output (F.layer_norm or a new "
+         "nn.LayerNorm).",
          "pre-LN blocks do not normalise their output: the single final LayerNorm comes "
          "after the last block, outside this class."),
     ]
@@ -363,6 +381,23 @@ _NONE_HINT = ("valid_lens may be None (no padding: BERTModel passes None by defa
               "is, which handles None, without calling methods on it.")
 
 
+_PER_QUERY_HINT = ("valid_lens may also have shape (batch, n), one length per query (the "
+                   "chapter's causal_valid_lens gives such lengths, and self.attention "
+                   "takes them): hand valid_lens on to self.attention as it is, whatever its "
+                   "shape.")
+
+
+def _error_hint(error, X, valid_lens):
+    """The hint for a block that raises on an input the chapter's block takes."""
+    if valid_lens is None:
+        return _NONE_HINT
+    if not X.is_contiguous():
+        return view_hint(error, "X (here a transposed tensor, which a caller may pass)")
+    if valid_lens.dim() == 2:
+        return _PER_QUERY_HINT
+    return None
+
+
 def _modes(block):
     return {name: module.training for name, module in block.named_modules()}
 
@@ -374,7 +409,7 @@ def _run(block, ref, X, valid_lens, case):
     before = _modes(block)
     modules = {path: _submodule(block, path) for path in ref.template}
     out = call(block, X, valid_lens, name="your block", case=case,
-               hint_on_error=(lambda error: _NONE_HINT) if valid_lens is None else None)
+               hint_on_error=lambda error: _error_hint(error, X, valid_lens))
     for path, module in modules.items():
         if _submodule(block, path) is not module:
             fail(f"on {case}, your block's forward changed its modules: self.{path} is "
@@ -428,6 +463,8 @@ def _expect_eval_output(block, ref, X, valid_lens, case, renew, diagnose=True):
         if not diagnose:
             expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
                          hint=_FORMULA)
+        if valid_lens is not None and valid_lens.dim() == 2:
+            _diagnose_per_query(ref, X, valid_lens, out, expected, case)
         given = valid_lens.tolist() if valid_lens is not None else None
         used = _lengths_used(ref, X, out) if valid_lens is not None else None
         if used is not None:  # right, apart from the lengths the attention was given
@@ -449,9 +486,42 @@ def _expect_eval_output(block, ref, X, valid_lens, case, renew, diagnose=True):
         for mistake, what, hint in _mistakes(ref):
             if is_close(out, mistake(X, valid_lens), atol=1e-4, rtol=1e-4):
                 fail(f"on {case}, {what}", hint)
+        _diagnose_padded_only(X, valid_lens, out, expected, case)
         expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
                      hint=_FORMULA + " Each residual adds its sublayer's un-normalised "
                      "input: X around the attention, Y around the FFN.")
+
+
+def _diagnose_per_query(ref, X, valid_lens, out, expected, case):
+    """A block given one length per query, shape (batch, n), that uses one length per
+    example instead (a column, or the largest)."""
+    for lens, which in ((valid_lens[:, 0], "the first query's"),
+                        (valid_lens[:, -1], "the last query's"),
+                        (valid_lens.amax(1), "the largest")):
+        if is_close(out, ref(X, lens), atol=1e-4, rtol=1e-4):
+            fail(f"on {case}, your block masks the keys with one length per example, "
+                 f"{which} ({lens.tolist()}), not one per query.", _PER_QUERY_HINT)
+    expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
+                 hint=_PER_QUERY_HINT + " " + _FORMULA)
+
+
+def _diagnose_padded_only(X, valid_lens, out, expected, case):
+    """An output wrong only at padded positions (at or beyond an example's valid length)."""
+    if valid_lens is None or valid_lens.dim() != 1:
+        return
+    wrong = ~torch.isclose(out.double(), expected.double(), atol=1e-4, rtol=1e-4)
+    padded = torch.arange(X.shape[1])[None, :] >= valid_lens[:, None]   # (batch, n)
+    if not wrong.any() or (wrong & ~padded[..., None]).any():
+        return
+    where, want, got, diff = worst(out, expected)
+    spans = ", ".join(f"example {i}: {int(n)} to {X.shape[1] - 1}"
+                      for i, n in enumerate(valid_lens.tolist()) if n < X.shape[1])
+    fail(f"on {case}, your block's output is wrong only at padded positions (positions at or "
+         f"beyond valid_lens; {spans}): every entry at a valid position is right. At index "
+         f"{where} expected {want:.4g}, got {got:.4g} (largest difference {diff:.3g}).",
+         "valid_lens only tells the attention which keys to ignore (self.attention does "
+         "that); the block computes every position alike, padded ones included, and later "
+         "steps (the loss, the pooling) ignore the padded outputs.")
 
 
 @checker("PreNormEncoderBlock")
@@ -463,7 +533,11 @@ def check_pre_norm_block(cls):
     learner's; the learner's block must have the same submodules (types, settings such as
     Dropout.p and LayerNorm.eps, none shared), before and after every call. Checked: eval
     mode (valid_lens [6, 3], [3, 6], None, and a second X: nothing kept between calls), its
-    gradients, a float64 block on float64 X, eval mode with dropout 0.5 (no dropout then),
+    gradients (a wrong one is traced to a detached residual, LayerNorm output or statistics,
+    or keys/values where it is one of those), a non-contiguous X, valid_lens of shape
+    (batch, n) (one length per query, as causal_valid_lens gives), a float64 block on
+    float64 X (a LayerNorm without eps, or float32 arithmetic, is named), eval mode with
+    dropout 0.5 (no dropout then),
     and train mode with dropout 0.5 and 0.2 (same random seed as the reference, so the
     dropout masks must fall where the reference's do). Forward must leave the block's
     train/eval mode as it was."""
@@ -487,15 +561,27 @@ def check_pre_norm_block(cls):
                         "values) with valid_lens [6, 3]", renew)
     # the reference runs on the learner's tensors, by the names of a fresh block
     params = {name: block.get_parameter(name) for name, _ in ref.named_parameters()}
-    expect_gradients(lambda x: block(x, valid_lens),
-                     lambda x: torch.func.functional_call(ref, params, (x, valid_lens)),
-                     [("X", X)], params=list(params.items()),
-                     reference_dtype=None, name="your block",
-                     case=case + " (gradients with respect to X and the block's parameters)",
-                     wrong_hint="the output is right, but part of it is hidden from autograd "
-                                "(e.g. X.detach() in the residual): the gradient must flow "
-                                "through both the residual and the sublayer.")
+    gradient_case = case + " (gradients with respect to X and the block's parameters)"
+    try:
+        expect_gradients(lambda x: block(x, valid_lens),
+                         lambda x: torch.func.functional_call(ref, params, (x, valid_lens)),
+                         [("X", X)], params=list(params.items()),
+                         reference_dtype=None, name="your block", case=gradient_case,
+                         wrong_hint=_GRADIENT_HINT)
+    except CheckFailed as failure:
+        if "is wrong on" in str(failure):  # finite gradients, other values: say which
+            _diagnose_gradients(block, ref, X, valid_lens, gradient_case, str(failure))
+        raise
     _expect_tree(block, ref, case + " (with gradients)")
+    # inputs the chapter's block takes too: a non-contiguous X (a transposed tensor), and
+    # one length per query, shape (batch, n), as causal_valid_lens gives
+    X_t = X.transpose(0, 1).contiguous().transpose(0, 1)       # the same values
+    _expect_eval_output(block, ref, X_t, valid_lens, "a non-contiguous X of shape (2, 6, 16) "
+                        "(X.transpose(0, 1) of a (6, 2, 16) tensor) with valid_lens [6, 3]",
+                        renew)
+    per_query = torch.minimum(torch.arange(1, 7), torch.tensor([[6], [3]]))   # (2, 6)
+    _expect_eval_output(block, ref, X, per_query, "X of shape (2, 6, 16) with valid_lens of "
+                        f"shape (2, 6), one length per query: {per_query.tolist()}", renew)
 
     _expect_float64(cls, X, valid_lens)
 
@@ -521,6 +607,108 @@ def check_pre_norm_block(cls):
     return None
 
 
+_GRADIENT_HINT = ("the output is right, but part of forward is hidden from autograd (a "
+                  ".detach(), .data, torch.no_grad() or a value rebuilt from numbers) or "
+                  "differentiated differently: the gradient must flow through every path, "
+                  "the residuals, the LayerNorms (their mean and variance too), and the "
+                  "queries, keys and values.")
+
+
+def _gradients(fn, X, weight, wrt):
+    """The gradients of sum(fn(X) * weight) with respect to X and `wrt` (zeros for none)."""
+    x = X.detach().clone().requires_grad_(True)
+    loss = (fn(x).double() * weight).sum()
+    grads = torch.autograd.grad(loss, [x] + wrt, allow_unused=True)
+    return [torch.zeros_like(t) if g is None else g for g, t in zip(grads, [x] + wrt)]
+
+
+def _gradient_mistakes(ref):
+    """Forwards with the right values and a part hidden from autograd, each with what."""
+    ln1, ln2, att, ffn = ref.addnorm1.ln, ref.addnorm2.ln, ref.attention, ref.ffn
+
+    def stats_detached(ln):
+        def norm(Y):
+            with torch.no_grad():
+                mean = Y.mean(-1, keepdim=True)
+                var = Y.var(-1, keepdim=True, unbiased=False)
+            return (Y - mean) / torch.sqrt(var + ln.eps) * ln.weight + ln.bias
+        return norm
+
+    def cut(X, lens, res1=False, res2=False, z1=False, z2=False, stats1=False, stats2=False,
+            q=False, kv=False):
+        Z = (stats_detached(ln1) if stats1 else ln1)(X)
+        Z = Z.detach() if z1 else Z
+        Q, K = (Z.detach() if q else Z), (Z.detach() if kv else Z)
+        Y = (X.detach() if res1 else X) + att(Q, K, K, lens)
+        Z2 = (stats_detached(ln2) if stats2 else ln2)(Y)
+        return (Y.detach() if res2 else Y) + ffn(Z2.detach() if z2 else Z2)
+    stats = ("your LayerNorm's mean and variance get no gradient (computed under "
+             "torch.no_grad() or detached), {}: the normalised values are right, but the "
+             "gradient through the statistics is missing.")
+    stats_hint = ("use the block's modules, self.addnorm1.ln and self.addnorm2.ln; a "
+                  "LayerNorm of your own must keep its mean and variance in the graph.")
+    residual_hint = ("add the block's input itself: Y = X + dropout1(...), then "
+                     "Y + dropout2(...), with no .detach() or .data on the residual.")
+    normed_hint = ("pass the LayerNorm's output itself on to the sublayer: its gradient "
+                   "trains the LayerNorm's weight and bias and reaches X.")
+    return [(functools.partial(cut, **cuts), what, hint) for cuts, what, hint in [
+        (dict(res1=True), "the residual around the attention adds a detached X (X.detach() "
+         "or X.data): no gradient flows along the residual path to X.", residual_hint),
+        (dict(res2=True), "the residual around the FFN adds a detached Y (Y.detach() or "
+         "Y.data): no gradient flows along that residual path.", residual_hint),
+        (dict(res1=True, res2=True), "both residuals add detached inputs (X.detach(), "
+         "Y.detach()): no gradient flows along the residual paths.", residual_hint),
+        (dict(z1=True, z2=True), "the outputs of both LayerNorms are detached before their "
+         "sublayers: the LayerNorms' weights and biases get no gradient, and X gets it only "
+         "through the residuals.", normed_hint),
+        (dict(z1=True), "the output of self.addnorm1.ln is detached before the attention: "
+         "its weight and bias get no gradient.", normed_hint),
+        (dict(z2=True), "the output of self.addnorm2.ln is detached before the FFN: its "
+         "weight and bias get no gradient.", normed_hint),
+        (dict(stats1=True, stats2=True), stats.format("in both LayerNorms"), stats_hint),
+        (dict(stats1=True), stats.format("in the LayerNorm before the attention"),
+         stats_hint),
+        (dict(stats2=True), stats.format("in the LayerNorm before the FFN"), stats_hint),
+        (dict(kv=True), "the keys and values are detached (attention(Z, Z.detach(), "
+         "Z.detach(), ...)): only the queries pass a gradient back to LN1(X) and X.",
+         "pass Z = LN1(X) itself as queries, keys and values: the gradient flows back "
+         "through all three."),
+        (dict(q=True), "the queries are detached (attention(Z.detach(), Z, Z, ...)): only "
+         "the keys and values pass a gradient back to LN1(X) and X.",
+         "pass Z = LN1(X) itself as queries, keys and values: the gradient flows back "
+         "through all three."),
+    ]]
+
+
+def _diagnose_gradients(block, ref, X, valid_lens, case, message):
+    """Right values, wrong gradients: name the path hidden from autograd if one of the
+    usual ones matches, else say which gradients are wrong and which are right."""
+    names = [name for name, _ in ref.named_parameters()]
+    mine = [block.get_parameter(name) for name in names]
+    theirs = [ref.get_parameter(name) for name in names]
+    with torch.no_grad():
+        weight = cotangents([ref(X, valid_lens)], seed=1)[0]
+    got = _gradients(lambda x: call(block, x, valid_lens, name="your block", case=case),
+                     X, weight, mine)
+
+    def same(grads):
+        return all(is_close(a, b, atol=1e-4, rtol=1e-3) for a, b in zip(got, grads))
+    for mistake, what, hint in _gradient_mistakes(ref):
+        if same(_gradients(lambda x: mistake(x, valid_lens), X, weight, theirs)):
+            fail(f"the gradients of your block are wrong on {case}, though its output is "
+                 f"right: {what}", hint)
+    right = _gradients(lambda x: ref(x, valid_lens), X, weight, theirs)
+    groups = {}
+    for label, a, b in zip(["X"] + names, got, right):
+        group = "X" if label == "X" else "self." + label.rsplit(".", 1)[0]
+        groups.setdefault(group, []).append(is_close(a, b, atol=1e-4, rtol=1e-3))
+    wrong = [group for group, oks in groups.items() if not all(oks)]
+    fine = [group for group, oks in groups.items() if all(oks)]
+    text, hint = message.split("\nHint: ", 1) if "\nHint: " in message else (message, None)
+    fail(text + f" Wrong: the gradients with respect to {', '.join(wrong)}"
+         + (f"; right: those of {', '.join(fine)}." if fine else "."), hint)
+
+
 def _expect_float64(cls, X, valid_lens):
     """A float64 block (block.double()) on float64 X must compute in float64."""
     block, ref = _blocks(cls, 0.0)
@@ -537,8 +725,70 @@ def _expect_float64(cls, X, valid_lens):
         if out.dtype != X.dtype:
             fail(f"on {case}, the block's output has dtype {out.dtype}: it must keep X's "
                  "dtype, float64.", hint)
-        expect_close(out, ref(X, valid_lens), what="the block's output", case=case,
+        expected = ref(X, valid_lens)
+        if is_close(out, expected, atol=1e-8, rtol=1e-8):
+            return
+        _diagnose_float64(ref, X, valid_lens, out, expected, case, hint)
+        expect_close(out, expected, what="the block's output", case=case,
                      atol=1e-8, rtol=1e-8, hint=_FORMULA)
+
+
+def _own_norm(ln, eps_on_std=False, eps=True):
+    """A hand-written LayerNorm with the module's weight and bias; eps under the square root
+    (as nn.LayerNorm), added to the standard deviation, or left out."""
+    def norm(Y):
+        centred = Y - Y.mean(-1, keepdim=True)
+        var = Y.var(-1, keepdim=True, unbiased=False)
+        if eps_on_std:
+            scale = var.sqrt() + ln.eps
+        else:
+            scale = (var + ln.eps).sqrt() if eps else var.sqrt()
+        return centred / scale * ln.weight + ln.bias
+    return norm
+
+
+def _diagnose_float64(ref, X, valid_lens, out, expected, case, hint):
+    """A float64 output that is close but not float64-close: a LayerNorm without its eps (or
+    with eps on the standard deviation), or float32 arithmetic somewhere in forward."""
+    ln1, ln2 = ref.addnorm1.ln, ref.addnorm2.ln
+
+    def pre_norm(n1, n2):
+        Z = n1(X)
+        Y = X + ref.attention(Z, Z, Z, valid_lens)
+        return Y + ref.ffn(n2(Y))
+    for kwargs, what in (({"eps": False}, "leaves out eps: it divides by sqrt(var), not "
+                                          "sqrt(var + eps)"),
+                         ({"eps_on_std": True}, "adds eps to the standard deviation, "
+                                                "sqrt(var) + eps, not to the variance")):
+        if is_close(out, pre_norm(_own_norm(ln1, **kwargs), _own_norm(ln2, **kwargs)),
+                    atol=1e-10, rtol=1e-10):
+            diff = worst(out, expected)[3]
+            fail(f"on {case}, your block's output is off by a tiny amount (largest "
+                 f"difference {diff:.3g}): the formula is right, but its LayerNorm {what} "
+                 f"(eps = {ln1.eps:g}). In float32 the difference hides in rounding; in "
+                 "float64 it shows.",
+                 "use the block's modules, self.addnorm1.ln and self.addnorm2.ln, which add "
+                 "their eps to the variance under the square root.")
+    if not is_close(out, expected, atol=1e-4, rtol=1e-4):
+        return  # a real difference: the formula's message
+    where, want, got, diff = worst(out, expected)
+    with torch.no_grad():
+        single = copy.deepcopy(ref).float()(X.float(), valid_lens).double()
+    rounding = (single - expected).abs().max().item()
+    if diff <= 3 * rounding:
+        why = (f"about what float32 arithmetic gives (the whole block in float32 differs by "
+               f"up to {rounding:.2g}): part of your forward computes in float32.")
+        fix = hint
+    else:
+        why = (f"more than float32 rounding (the whole block in float32 differs by up to "
+               f"{rounding:.2g}) and far less than a wrong formula: a constant differs "
+               "slightly (a LayerNorm of your own with another eps), or part of forward "
+               "computes in float32.")
+        fix = ("use the block's modules, self.addnorm1.ln and self.addnorm2.ln (their eps), "
+               "and " + hint[0].lower() + hint[1:])
+    fail(f"on {case}, your block's output is off by a tiny amount: at index {where} "
+         f"expected {want:.12g}, got {got:.12g} (largest difference {diff:.3g}). The formula "
+         f"is right; the difference is {why}", fix)
 
 
 def _expect_train_mode(block, ref, X, valid_lens):
