@@ -73,7 +73,7 @@ R1_EXPECTED = {
     "only the queries normalised": "only the queries are normalised",
     "valid_lens ignored": "ignores valid_lens",
     "FFN sees LN2(X) instead of LN2(Y)": "the FFN sees LN2(X)",
-    "detached residual stream": "the gradient with respect to X is wrong",
+    "detached residual stream": "both residuals add detached inputs",
     "final LayerNorm inside the block": "ends with a LayerNorm of its output",
     "dropout on the sublayer input": "dropout is applied to the sublayer's input",
     "AddNorm modules called on pre-normed branch": "calling self.addnorm1(X, ...) does this",
