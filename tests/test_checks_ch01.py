@@ -498,3 +498,43 @@ def test_round6_softmax_keeps_minus_inf_at_zero():
         return softmax_reference(scores.clamp_min(-1e4))
 
     rejects(checks.check_softmax, clamped, "to a score of -inf")
+
+
+# -- Round 7 red team (tests/checker_redteam/round7_ch01_*.py): holes and messages ---------
+
+ROUND7_SOFTMAX_MESSAGES = {
+    # -inf replaced by 0 before the maximum: every kept exp underflows, 0/0 (no overflow)
+    "W_13_mask_inf_grad_where": ["this is no overflow", "amax(dim=-1"],
+    # bfloat16 in, float32 out (the new bfloat16 case)
+    "W_21_bfloat16_returns_float32": ["expected torch.bfloat16"],
+}
+
+ROUND7_TOPK_MESSAGES = {
+    # one threshold for every query, NaN rows replaced by 0
+    "W_05_global_threshold": ["a query kept no key", "one per row"],
+    # near-ties counted as ties (torch.isclose), and a top-k of the softmax weights
+    "W_15_isclose_ties": ["1e-6 below the 2nd: not a tie", "torch.isclose"],
+    "W_03_topk_on_weights": ["1e-6 below the 2nd: not a tie", "softmax weights"],
+    # caches: on (shapes, k, score, dtype), and lru_cache on the tensors themselves
+    "W_19_cache_key_includes_score_and_dtype": ["with 4 other queries",
+                                                "depends on an earlier call"],
+    "W_18_lru_cache_scores": ["keys.mul_(-1)", "depends on an earlier call", "lru_cache"],
+    "W_17_bfloat16_returns_float32": ["expected torch.bfloat16"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND7_SOFTMAX_MESSAGES)
+def test_round7_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round7_ch01_softmax as r7
+
+    text = rejects(checks.check_softmax, vars(r7)[name], *ROUND7_SOFTMAX_MESSAGES[name])
+    assert "yours returned inf" not in text
+
+
+@pytest.mark.parametrize("name", ROUND7_TOPK_MESSAGES)
+def test_round7_topk_messages_point_at_the_fault(name):
+    from checker_redteam import round7_ch01_topk as r7
+
+    text = rejects(checks.check_topk_attention_pool, vars(r7)[name],
+                   *ROUND7_TOPK_MESSAGES[name])
+    assert "rather than zeroing" not in text

@@ -294,3 +294,24 @@ def test_round6_same_points_at_another_width_is_not_called_state():
 
     text = rejects(checks.check_epanechnikov_pool, ignores_width)
     assert "returned on" not in text
+
+
+# -- Round 7 red team (tests/checker_redteam/round7_ch02_epanechnikov.py) ------------------
+
+ROUND7_MESSAGES = {
+    # (q - k)^2 expanded as q^2 - 2qk + k^2: wrong near 1000 (the new case)
+    "W_16_expanded_square": ["all near 1000", "expand the square"],
+    # functools.lru_cache on the tensors: stale after an in-place change of the keys
+    "W_22_lru_cache_kernel": ["keys.add_(0.5)", "depends on an earlier call", "lru_cache"],
+    # window |u| < 1.001: u is printed with enough digits to lie outside |u| <= 1
+    "W_13_strict_inside_plus_tol": ["u = (query - key) / width = -1.0", "outside the window"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND7_MESSAGES)
+def test_round7_messages_point_at_the_fault(name):
+    from checker_redteam import round7_ch02_epanechnikov as r7
+
+    text = rejects(checks.check_epanechnikov_pool, vars(r7)[name], *ROUND7_MESSAGES[name])
+    assert "u = (query - key) / width = -1:" not in text
+    assert "narrower than" not in text

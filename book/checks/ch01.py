@@ -51,6 +51,15 @@ def _softmax_cases():
     ]
 
 
+def _softmax_cases_round7():
+    """Added after red-team round 7: bfloat16 (the result keeps the input's dtype, as for
+    float16 and float64); run after the gradients, which numpy (no bfloat16) must not
+    hide."""
+    g = torch.Generator().manual_seed(17)
+    return [("a (2, 5) bfloat16 matrix of scores up to about 10",
+             (4 * torch.randn(2, 5, generator=g)).bfloat16())]
+
+
 def _softmax_cases_round6():
     """Added after red-team round 6: -inf scores (masked, as in exercise 1.2 and chapter 3)
     next to finite scores below -1e4, where a finite stand-in for -inf (nan_to_num(neginf=
@@ -143,6 +152,13 @@ def _nan_hint(fn, scores, why):
     if watch.underflow:
         return overflow + " (exp() also underflowed to 0 for every score of a row: the " \
             "maximum must be each row's own, amax(dim=-1, keepdim=True).)"
+    if not watch.overflow:
+        return ("a row's exponentials summed to 0, and 0/0 is NaN (exp() returned no inf: "
+                "this is no overflow). The exponentials you keep underflowed to 0, or were "
+                "replaced by 0: the constant you subtract lies far above that row's finite "
+                "scores (a stand-in for -inf, such as 0, counted in the maximum; one maximum "
+                "for the whole tensor). Subtract each row's own maximum, scores.amax(dim=-1, "
+                "keepdim=True): -inf needs no special case, since exp(-inf - max) = 0.")
     return overflow
 
 
@@ -152,64 +168,7 @@ def check_softmax(fn):
     input dtype kept, torch.softmax not called, and gradients equal to torch.softmax's."""
     why = "the exercise asks you to write the softmax yourself (exp, sum, division)."
     for case, scores in _softmax_cases():
-        before = scores.clone()
-        with forbidden(_SOFTMAXES, why):
-            out = call(fn, scores, name="softmax", case=case, hint_on_error=_no_keepdim_hint,
-                       inplace_hint="use `scores - max` (a new tensor), not `scores -= max` "
-                                    "or `.sub_()`.")
-        if isinstance(out, tuple):
-            fail(f"softmax returned a tuple of {len(out)} on {case}; return only the weights.")
-        nan_hint = None
-        if isinstance(out, torch.Tensor) and out.is_floating_point() \
-                and torch.isnan(out).any():
-            nan_hint = _nan_hint(fn, scores, why)
-        expect_tensor(out, scores.shape, what="softmax(scores)", case=case,
-                      hint="return a tensor of the input's shape: the softmax runs over the "
-                           "last axis and keeps every axis (no .squeeze(), no flattening).",
-                      nan_hint=nan_hint)
-        if not torch.equal(scores, before):
-            fail(f"softmax changed its input in place on {case}.",
-                 "use `scores - max` (a new tensor), not `scores -= max` or `.sub_()`.")
-        expect_tensor(out, dtype=scores.dtype, what="softmax(scores)", case=case)
-        # Rounding: shifting by the max is exact, exp(x - logsumexp(x)) (also right) is off by
-        # about eps * |x|, so the tolerance grows with the dtype's eps and the scores' size.
-        eps = torch.finfo(scores.dtype).eps
-        finite = scores[torch.isfinite(scores)]
-        largest = finite.abs().max().item() if finite.numel() else 0.0
-        tol = dict(atol=max(1e-5, 8 * eps * largest, 4 * eps), rtol=1e-4)
-        masked = scores == float("-inf")
-        if bool((out.detach()[masked] != 0).any()):
-            at = tuple(int(i) for i in (masked & (out.detach() != 0)).nonzero()[0])
-            fail(f"softmax(scores) gives weight {out[at].item():.4g} to a score of -inf at "
-                 f"index {at} on {case}: e^-inf = 0, so a -inf score must get weight "
-                 "exactly 0.",
-                 "keep -inf as it is: replacing it with a finite number (nan_to_num, a clamp, "
-                 "a fill with -1e4) gives it weight when the row's other scores lie below "
-                 "that number. exp(-inf - max) is 0 as long as the row has a finite score.")
-        sums = out.double().sum(dim=-1)
-        if not is_close(sums, torch.ones_like(sums), atol=tol["atol"], rtol=0):
-            hint = "divide by the sum over dim=-1 (keepdim=True), not by the max and not " \
-                   "over another axis."
-            if (sums == 0).any():
-                hint = ("a row came out all zeros: exp() of every score in it underflowed "
-                        "(or overflowed and was replaced). Subtract each row's own maximum "
-                        "(amax over dim=-1, keepdim=True), not one maximum for the whole "
-                        "tensor.")
-            elif out.numel() > out.shape[-1] and abs(float(sums.sum()) - 1) < 1e-3:
-                hint = ("all the rows together sum to 1: you divide by the sum of the whole "
-                        "tensor. Divide by each row's own sum, exp.sum(dim=-1, keepdim=True).")
-            elif (sums < 0.5).any():
-                hint = ("a row sums to much less than 1: either exp() underflowed for every "
-                        "score but one maximum taken over the whole tensor, or the sum runs "
-                        "over the wrong axis. Subtract each row's own maximum and divide by "
-                        "each row's own sum (dim=-1, keepdim=True).")
-            fail(f"the rows of softmax(scores) must sum to 1 over the last axis on {case}; "
-                 f"they sum to {[round(s, 4) for s in sums.flatten()[:4].tolist()]}.", hint)
-        expected = torch.softmax(scores.double(), dim=-1)
-        expect_close(out, expected, what="softmax(scores)", case=case, **tol,
-                     hint="softmax(x)_i = exp(x_i - max_j x_j) / sum_k exp(x_k - max_j x_j), "
-                          "over the last axis; shifting by the row's maximum must not change "
-                          "the result (clamping or subtracting a mean does).")
+        _check_softmax_case(fn, case, scores, why)
     g = torch.Generator().manual_seed(11)
     for case, scores in [("a (3, 6) matrix of scores", 3 * torch.randn(3, 6, generator=g)),
                          ("a (2, 3, 4) batch", torch.randn(2, 3, 4, generator=g)),
@@ -224,6 +183,70 @@ def check_softmax(fn):
                 return fn(s)
         expect_gradients(learner, lambda s: torch.softmax(s, dim=-1), [("scores", scores)],
                          name="softmax", case=case)
+    for case, scores in _softmax_cases_round7():
+        _check_softmax_case(fn, case, scores, why)
+
+
+def _check_softmax_case(fn, case, scores, why):
+    """One forward case of check_softmax: shape, NaN, input untouched, dtype, values."""
+    before = scores.clone()
+    with forbidden(_SOFTMAXES, why):
+        out = call(fn, scores, name="softmax", case=case, hint_on_error=_no_keepdim_hint,
+                   inplace_hint="use `scores - max` (a new tensor), not `scores -= max` "
+                                "or `.sub_()`.")
+    if isinstance(out, tuple):
+        fail(f"softmax returned a tuple of {len(out)} on {case}; return only the weights.")
+    nan_hint = None
+    if isinstance(out, torch.Tensor) and out.is_floating_point() \
+            and torch.isnan(out).any():
+        nan_hint = _nan_hint(fn, scores, why)
+    expect_tensor(out, scores.shape, what="softmax(scores)", case=case,
+                  hint="return a tensor of the input's shape: the softmax runs over the "
+                       "last axis and keeps every axis (no .squeeze(), no flattening).",
+                  nan_hint=nan_hint)
+    if not torch.equal(scores, before):
+        fail(f"softmax changed its input in place on {case}.",
+             "use `scores - max` (a new tensor), not `scores -= max` or `.sub_()`.")
+    expect_tensor(out, dtype=scores.dtype, what="softmax(scores)", case=case)
+    # Rounding: shifting by the max is exact, exp(x - logsumexp(x)) (also right) is off by
+    # about eps * |x|, so the tolerance grows with the dtype's eps and the scores' size.
+    eps = torch.finfo(scores.dtype).eps
+    finite = scores[torch.isfinite(scores)]
+    largest = finite.abs().max().item() if finite.numel() else 0.0
+    tol = dict(atol=max(1e-5, 8 * eps * largest, 4 * eps), rtol=1e-4)
+    masked = scores == float("-inf")
+    if bool((out.detach()[masked] != 0).any()):
+        at = tuple(int(i) for i in (masked & (out.detach() != 0)).nonzero()[0])
+        fail(f"softmax(scores) gives weight {out[at].item():.4g} to a score of -inf at "
+             f"index {at} on {case}: e^-inf = 0, so a -inf score must get weight "
+             "exactly 0.",
+             "keep -inf as it is: replacing it with a finite number (nan_to_num, a clamp, "
+             "a fill with -1e4) gives it weight when the row's other scores lie below "
+             "that number. exp(-inf - max) is 0 as long as the row has a finite score.")
+    sums = out.double().sum(dim=-1)
+    if not is_close(sums, torch.ones_like(sums), atol=tol["atol"], rtol=0):
+        hint = "divide by the sum over dim=-1 (keepdim=True), not by the max and not " \
+               "over another axis."
+        if (sums == 0).any():
+            hint = ("a row came out all zeros: exp() of every score in it underflowed "
+                    "(or overflowed and was replaced). Subtract each row's own maximum "
+                    "(amax over dim=-1, keepdim=True), not one maximum for the whole "
+                    "tensor.")
+        elif out.numel() > out.shape[-1] and abs(float(sums.sum()) - 1) < 1e-3:
+            hint = ("all the rows together sum to 1: you divide by the sum of the whole "
+                    "tensor. Divide by each row's own sum, exp.sum(dim=-1, keepdim=True).")
+        elif (sums < 0.5).any():
+            hint = ("a row sums to much less than 1: either exp() underflowed for every "
+                    "score but one maximum taken over the whole tensor, or the sum runs "
+                    "over the wrong axis. Subtract each row's own maximum and divide by "
+                    "each row's own sum (dim=-1, keepdim=True).")
+        fail(f"the rows of softmax(scores) must sum to 1 over the last axis on {case}; "
+             f"they sum to {[round(s, 4) for s in sums.flatten()[:4].tolist()]}.", hint)
+    expected = torch.softmax(scores.double(), dim=-1)
+    expect_close(out, expected, what="softmax(scores)", case=case, **tol,
+                 hint="softmax(x)_i = exp(x_i - max_j x_j) / sum_k exp(x_k - max_j x_j), "
+                      "over the last axis; shifting by the row's maximum must not change "
+                      "the result (clamping or subtracting a mean does).")
 
 
 # -- Exercise 1.2: top-k attention pooling ------------------------------------------------------
@@ -300,6 +323,7 @@ def _topk_cases():
          torch.randn(4, 3, generator=torch.Generator().manual_seed(4)), _dot, 2),
         *_topk_cases_round5(),
         *_topk_cases_round6(),
+        *_topk_cases_round7(),
     ]
 
 
@@ -318,6 +342,21 @@ def _topk_cases_round6():
     g = torch.Generator().manual_seed(28)
     return [("4 queries, 4 keys, k=2, dot score (as many queries as keys)",
              *[torch.randn(n, d, generator=g) for n, d in ((4, 3), (4, 3), (4, 2))], _dot, 2)]
+
+
+def _topk_cases_round7():
+    """Added after red-team round 7: bfloat16 (outputs and weights keep it), and a near-tie
+    one float32 step from a tie: scores [40, 1, 1 - 1e-6] (exact dot products of 1-D
+    points). torch.isclose counts the 3rd key as tied (a tolerance); so does a top-k taken
+    on the softmax weights, where 1 - 40 and 1 - 1e-6 - 40 round to the same float32."""
+    g = torch.Generator().manual_seed(29)
+    return [("3 queries, 6 keys, k=2, dot score in bfloat16",
+             *[torch.randn(n, d, generator=g).bfloat16() for n, d in ((3, 4), (6, 4), (6, 3))],
+             _dot, 2),
+            ("1 query, 3 keys, k=2, dot scores [40, 1, 1 - 1e-6] (the 3rd key is 1e-6 below "
+             "the 2nd: not a tie)", torch.tensor([[1.0]]),
+             torch.tensor([[40.0], [1.0], [1.0 - 1e-6]]),
+             torch.randn(3, 2, generator=g), _dot, 2)]
 
 
 def _kth_without_keys_axis(weights, scores, k):
@@ -422,12 +461,19 @@ def check_topk_attention_pool(fn):
                  "(no cache or global keyed on the shapes or k).")
         kept_before[(n_q, n_k, k)] = (case, kept_keys)
         tol = dict(atol=2e-3, rtol=2e-3) if queries.dtype == torch.half else \
+            dict(atol=2e-2, rtol=2e-2) if queries.dtype == torch.bfloat16 else \
             dict(atol=1e-5, rtol=1e-4)
         sums = weights.double().sum(dim=-1)
         if not is_close(sums, torch.ones_like(sums), atol=tol["atol"], rtol=0):
             hint = ("mask the scores before the softmax (fill with -inf), rather than zeroing "
                     "weights after it: zeroing leaves rows that sum to less than 1.")
-            if (sums > 1 + tol["atol"]).any():
+            if (sums == 0).any():
+                hint = ("a query kept no key (its weights are all 0): its best score lies "
+                        "below the threshold it was given, which came from another query or "
+                        "from the whole tensor (and a NaN row replaced by 0 hides this). "
+                        "Take each query's own k-th best score, topk(k, dim=-1).values"
+                        "[:, -1:], one per row.")
+            elif (sums > 1 + tol["atol"]).any():
                 hint = ("some rows hold weights that belong to other queries: row i must be "
                         "built from scores[i] alone. weights[:, idx] = ... writes into every "
                         "row; mask each row's own scores (masked_fill) or scatter along "
@@ -443,8 +489,10 @@ def check_topk_attention_pool(fn):
             if bool((kept > ref_kept).any()) and bool((ref_kept == k).all()) \
                     and "not a tie" in case:
                 hint = ("only keys whose score equals the k-th best exactly are kept: mask "
-                        "scores < topk(k).values[:, -1:] without a tolerance (a key 2e-4 "
-                        "below the k-th best is not tied with it).")
+                        "scores < topk(k).values[:, -1:] without a tolerance (torch.isclose "
+                        "is one), on the scores themselves (not on the softmax weights, "
+                        "where rounding makes near scores equal): a key 2e-4, or 1e-6, below "
+                        "the k-th best is not tied with it.")
             if bool((kept <= ref_kept).all()) and bool((kept < ref_kept).any()) \
                     and not bool((ref_kept > k).any()):
                 hint = ("too few keys keep a weight: the k-th best score itself must stay. "
@@ -485,6 +533,7 @@ def check_topk_attention_pool(fn):
                               "query, and their weights the softmax of those k scores.")
         expect_close(outputs, ref_out, what="outputs", case=case, **tol,
                      hint="the output is weights @ values (the values, not the keys).")
+    _check_topk_repeat_calls(fn)
     g = torch.Generator().manual_seed(12)
     score = _bilinear(torch.randn(4, 4, generator=g))
     q, kk, v = torch.randn(3, 4, generator=g), torch.randn(7, 4, generator=g), \
@@ -495,3 +544,51 @@ def check_topk_attention_pool(fn):
                      name="topk_attention_pool",
                      case="3 queries, 7 keys, k=3, asymmetric score (gradients of outputs "
                           "and weights)")
+
+
+def _check_topk_repeat_calls(fn):
+    """Added after red-team round 7: three calls with the same sizes, k, score and dtype:
+    fresh queries, then the same tensor objects after an in-place change of the keys (as an
+    optimiser step changes a parameter). A cache keyed on the sizes, k, score and dtype, or
+    on the tensors themselves (functools.lru_cache hashes a tensor by its identity), returns
+    an earlier call's result."""
+    g = torch.Generator().manual_seed(30)
+    queries, keys = torch.randn(4, 3, generator=g), torch.randn(7, 3, generator=g)
+    values, score = torch.randn(7, 2, generator=g), _dot
+    calls = [("4 queries, 7 keys, k=2, dot score", queries, None),
+             ("the same sizes, k, score and dtype with 4 other queries",
+              torch.randn(4, 3, generator=g), None),
+             ("the same tensor objects as the call before, after keys.mul_(-1) changed the "
+              "keys in place", None, lambda: keys.mul_(-1))]
+    earlier = []   # (case, weights) of the calls before
+    for case, new_queries, change in calls:
+        if new_queries is not None:
+            queries = new_queries
+        if change is not None:
+            change()
+        result = call(fn, queries, keys, values, score, 2, name="topk_attention_pool",
+                      case=case, hint_on_error=_fill_hint)
+        if not isinstance(result, (tuple, list)) or len(result) != 2:
+            fail(f"topk_attention_pool should return a tuple (outputs, weights), got "
+                 f"{type(result).__name__} on {case}.")
+        outputs, weights = result
+        expect_tensor(weights, (4, 7), what="weights", case=case)
+        ref_out, ref_weights = _topk_reference(queries, keys, values, score, 2)
+        if not is_close(weights, ref_weights):
+            for before, old in earlier:
+                if torch.equal(old, weights.detach()) or torch.equal(
+                        old != 0, weights.detach() != 0) and not torch.equal(
+                        old != 0, ref_weights != 0):
+                    fail(f"the weights on {case} are (or keep the same keys as) those your "
+                         f"function returned on {before}: the result depends on an earlier "
+                         "call.",
+                         "compute everything from this call's arguments and keep nothing "
+                         "between calls: no cache or global keyed on the sizes, k, the score "
+                         "or the dtype, and no functools.lru_cache on tensors (it hashes a "
+                         "tensor by its identity, so it misses an in-place change).")
+        expect_close(weights, ref_weights, what="weights", case=case,
+                     hint="the kept keys must be the k with the highest scores for that "
+                          "query, and their weights the softmax of those k scores.")
+        expect_close(outputs, ref_out, what="outputs", case=case,
+                     hint="the output is weights @ values (the values, not the keys).")
+        earlier.append((case, weights.detach().clone()))

@@ -54,7 +54,20 @@ def _epanechnikov_cases():
          torch.tensor([0.0, 5.0], dtype=torch.float64),
          torch.tensor([2.0, -1.0], dtype=torch.float64), 1.5),
         *_epanechnikov_cases_round6(),
+        *_epanechnikov_cases_round7(),
     ]
+
+
+def _epanechnikov_cases_round7():
+    """Added after red-team round 7: points near 1000, where (q - k)^2 expanded as q^2 -
+    2qk + k^2 cancels catastrophically in float32 (q^2 is about 1e6, rounded to 0.06),
+    while q - k is exact. Fewer than 26 points, so that torch.cdist computes the distances
+    directly."""
+    g = torch.Generator().manual_seed(33)
+    keys = 1000 + 4 * torch.rand(10, generator=g)
+    return [("5 queries, 10 keys in random order, all near 1000 (in [1000, 1004)), width 0.5",
+             torch.tensor([1000.3, 1003.1, 1001.7, 1000.9, 1002.4]), keys,
+             torch.randn(10, generator=g), 0.5)]
 
 
 def _epanechnikov_cases_round6():
@@ -91,8 +104,12 @@ class _NanFromDivision(TorchFunctionMode):
 
 def _describe(queries, keys, width, i, j):
     u = (float(queries[i]) - float(keys[j])) / width
-    return (f"query {i} ({float(queries[i]):.4g}) and key {j} ({float(keys[j]):.4g}), "
-            f"u = (query - key) / width = {u:.3g}")
+    digits = 3 if max(abs(float(queries[i])), abs(float(keys[j]))) < 100 else 6
+    while digits < 17 and abs(float(f"{abs(u):.{digits}g}") - 1) < 1e-300 and abs(u) != 1:
+        digits += 1   # u near +-1: enough digits to tell inside from outside
+    return (f"query {i} ({float(queries[i]):.{max(4, digits + 1)}g}) and key {j} "
+            f"({float(keys[j]):.{max(4, digits + 1)}g}), u = (query - key) / width = "
+            f"{u:.{digits}g}")
 
 
 _EMPTY_HINT = ("a query with no key inside its window has kernel sum 0, and 0/0 is NaN: give "
@@ -166,6 +183,17 @@ def check_epanechnikov_pool(fn):
                  "0/0 is ever computed (its NaN also reaches the gradients).")
         expect_tensor(weights, (n_q, n_k), what="weights", case=case)
         expect_tensor(weights, dtype=queries.dtype, what="weights", case=case)
+        if float(queries.abs().max()) > 100 and not is_close(weights, ref_weights):
+            i, j = (int(t) for t in (~torch.isclose(weights.double(), ref_weights,
+                                                     atol=1e-5, rtol=1e-4)).nonzero()[0])
+            fail(f"the weights are wrong on {case}, though they were right on every earlier "
+                 f"case (points near 0): weights[{i}, {j}] is {weights[i, j].item():.4g}, "
+                 f"expected {ref_weights[i, j].item():.4g}, for "
+                 f"{_describe(queries, keys, width, i, j)}.",
+                 "far from 0, float32 loses the difference if you expand the square: q^2 - "
+                 "2qk + k^2 subtracts numbers near 1e6, each rounded by about 0.06. Subtract "
+                 "first and square the difference, u = (queries[:, None] - keys[None, :]) / "
+                 "width, then 1 - u ** 2 (q - k is exact for nearby points).")
         u = (queries.double()[:, None] - keys.double()[None, :]) / width
         W = weights.double()
         uniform = empty & (W - 1 / n_k).abs().le(1e-6).all(dim=-1)
@@ -262,6 +290,39 @@ def check_epanechnikov_pool(fn):
                               "total: guard the denominator itself, K / total.clamp_min(tiny) "
                               "or K / torch.where(total > 0, total, 1).")
     _check_gradients_where_a_query_is_a_key(fn)
+    _check_after_in_place_change(fn)
+
+
+def _check_after_in_place_change(fn):
+    """Added after red-team round 7: the same tensor objects again after an in-place change
+    of the keys (as an optimiser step changes a parameter): functools.lru_cache hashes a
+    tensor by its identity, so a cache on it returns the earlier call's weights."""
+    g = torch.Generator().manual_seed(34)
+    queries = torch.tensor([0.4, 1.5, 2.3, 3.2])
+    keys, values = torch.rand(9, generator=g) * 4, torch.randn(9, generator=g)
+    first = "4 queries, 9 keys in random order, width 0.8"
+    result = call(fn, queries, keys, values, 0.8, name="epanechnikov_pool", case=first)
+    earlier = result[1].detach().clone() if isinstance(result, (tuple, list)) \
+        and len(result) == 2 and isinstance(result[1], torch.Tensor) else None
+    keys.add_(0.5)
+    case = ("the same tensor objects as the call before, after keys.add_(0.5) changed the "
+            "keys in place, width 0.8")
+    result = call(fn, queries, keys, values, 0.8, name="epanechnikov_pool", case=case)
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        fail(f"epanechnikov_pool should return a tuple (outputs, weights), got "
+             f"{type(result).__name__} on {case}.")
+    outputs, weights = result
+    ref_outputs, ref_weights = _epanechnikov_reference(queries, keys, values, 0.8)
+    if isinstance(weights, torch.Tensor) and earlier is not None \
+            and earlier.shape == weights.shape and torch.equal(earlier, weights.detach()) \
+            and not is_close(weights, ref_weights):
+        fail(f"the weights on {case} are those your function returned on {first}: the "
+             "result depends on an earlier call.",
+             "compute u, the kernel and the weights anew every call and keep nothing "
+             "between calls: functools.lru_cache on tensors hashes a tensor by its "
+             "identity, so it misses an in-place change of the same tensor.")
+    expect_close(weights, ref_weights, what="weights", case=case)
+    expect_close(outputs, ref_outputs, what="outputs", case=case)
 
 
 def _check_gradients_where_a_query_is_a_key(fn):
