@@ -216,6 +216,9 @@ def test_top_p_cases_keep_a_margin_from_p():
         if "just below p" in case:  # 5e-6: about 80 float32 steps of 0.6
             assert 4e-6 < margin < 1e-5, (case, margin)
             continue
+        if "4.8e-7 below p" in case:  # 2^-21: 8 float32 steps of 0.75, exact in float32
+            assert 4.7e-7 < margin < 4.8e-7, (case, margin)
+            continue
         if "4,096 float16" in case:      # float32 rounding of these sums is below 1e-6
             assert margin > 1e-4, (case, margin)
             continue
@@ -607,3 +610,64 @@ def test_attention_step_float16_overflow_case_overflows_only_before_the_scale():
             top2 = scaled.topk(2, dim=-1).values
             assert (top2[..., 0] - top2[..., 1]).min() > 1000
     assert ((Q @ K.transpose(2, 3)).tril() > FLOAT16_MAX).sum(-1).max() >= 2
+
+
+# -- Round 7 red team (tests/checker_redteam/round7_ch09_*.py) -----------------------------
+
+def test_top_p_round7_mass_a_few_float32_steps_below_p():
+    """A margin of 1e-6 on the mass side removes a token whose mass above is 2^-21 below p;
+    right float32 solutions keep it (the probabilities and p are exact in float32)."""
+    from checker_redteam import round7_ch09_top_p as r7
+    rejects(checks.check_top_p_filter, r7.W_13_p_one_rounding, "4.8e-7 below p",
+            "expected tokens [0, 1, 3] kept, got [1, 3]", "no safety margin")
+    (logits, p), = [(logits, p) for case, logits, p in _top_p_cases()
+                    if "4.8e-7 below p" in case]
+    probs = torch.softmax(logits.float(), dim=-1)
+    assert probs.tolist() == [[1 / 8, 1 / 2, 1 / 16, 1 / 4, 1 / 16]]   # exact in float32
+    assert torch.tensor(p, dtype=torch.float32).item() == p
+    assert _nucleus(logits, p)[0].tolist() == [[True, True, False, True, False]]
+    for fn in (top_p, r7.O_09_exclusive_cumsum_float32, r7.O_08_exclusive_cumsum_float64):
+        assert torch.isfinite(fn(logits, p)).tolist() == [[True, True, False, True, False]]
+
+
+def test_attention_step_round7_messages_name_the_fault():
+    from checker_redteam import round7_ch09_attention_step as r7
+
+    step = checks.check_attention_step
+    # A cache that keeps the last 64 positions: a prompt of 120 positions shows it.
+    rejects(step, r7.W_24_cache_window_64, "a prompt of 120 positions",
+            "has shape (1, 2, 64, 8)", "the last 64 positions only",
+            "expected (1, 2, 121, 8)", "keep every position")
+    # Attention over the last 32 keys only (the cache is whole): named as a window.
+    rejects(step, r7.W_25_window_32_attention_only, "60 steps, step t=32",
+            "attends over the last 32 positions only")
+    # float64 computed in float32: float32's accuracy, told last.
+    for fn in (r7.W_05_softmax_in_float32_for_float64, r7.W_26_reference_style_float32):
+        rejects(step, fn, "float64, batch 2", "float32's accuracy, not float64's",
+                "cast to float32 only from float16 or bfloat16")
+    # A shift by the maximum of the whole tensor: whole rows underflow, not overflow.
+    text = rejects(step, r7.W_04_global_max_shift, "contains NaN", "underflows to 0",
+                   "far below the largest score of the whole tensor",
+                   "amax(dim=-1, keepdim=True)")
+    assert "overflows" not in text
+    # Without the maximum: still an overflow.
+    rejects(step, r7.W_10_exp_no_max, "contains NaN", "exp() overflows")
+
+
+def test_attention_step_float64_is_checked_last():
+    """A float32 computation of float64 inputs with another fault is told that fault."""
+    from checker_redteam import round7_ch09_attention_step as r7
+    text = rejects(checks.check_attention_step, r7.W_01_past_detached,
+                   "gradient with respect to the keys")
+    assert "float64" not in text
+
+
+def test_attention_step_float64_accepts_float64_computations():
+    def float64_through_float32_upcast_for_halves(q, k, v, past_keys, past_values):
+        dtype = torch.promote_types(q.dtype, torch.float32)
+        keys, values = torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+        scores = q.to(dtype) @ keys.to(dtype).transpose(2, 3) / math.sqrt(q.shape[-1])
+        out = torch.softmax(scores, dim=-1) @ values.to(dtype)
+        return out.to(q.dtype), keys, values
+
+    accepts(checks.check_attention_step, float64_through_float32_upcast_for_halves)

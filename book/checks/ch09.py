@@ -45,8 +45,9 @@ def _top_p_cases():
     """(case, logits, p): asymmetric, unsorted, ties, long rows, -inf entries, large
     logits, float16, a mass that reaches p exactly, near-ties (also one that float16
     cannot tell apart, and one 5e-6 apart in relative terms), a mass 5e-6 below p, a
-    non-contiguous input, long bfloat16 rows. Apart from the exact case, the mass just
-    below p (5e-6) and the 4,096-token rows (1.1e-4 in float16, 4.7e-4 in bfloat16), every
+    non-contiguous input, long bfloat16 rows. Apart from the exact case, the masses just
+    below p (5e-6, and 4.8e-7 with dyadic probabilities, exact in float32) and the
+    4,096-token rows (1.1e-4 in float16, 4.7e-4 in bfloat16), every
     case keeps a margin of at least 1e-3 between p and the mass above any token, so float32
     rounding cannot change the verdict."""
     g = torch.Generator().manual_seed(9)
@@ -112,6 +113,12 @@ def _top_p_cases():
         # A model's logits for the last position, out[:, -1, :], are not contiguous.
         ("the last position of (2, 3, 10) logits, logits[:, -1, :] (not contiguous), p=0.9",
          _last_position(shuffled[:2]), 0.9),
+        # The mass above token 0 is 0.75, 2^-21 (4.8e-7, 8 float32 steps of 0.75) below p:
+        # token 0 is kept. The probabilities are exact in float32 (and within 1e-9 of
+        # these in float64), p too. A "safety margin" such as mass < p - 1e-6 removes it.
+        ("probabilities [1/8, 1/2, 1/16, 1/4, 1/16], p=0.75 + 2^-21 = 0.75000048 (the mass "
+         "above token 0, 0.75, is 4.8e-7 below p: token 0 is kept)",
+         torch.tensor([[-3.0, -1.0, -4.0, -2.0, -4.0]]) * LN2, 0.75 + 2 ** -21),
     ]
 
 
@@ -470,12 +477,14 @@ def _step_cases():
         (f"float16, q . k up to about 94,000, beyond float16's largest number "
          f"{FLOAT16_MAX:,} (the scaled scores, up to about 47,000, fit)", _beyond_float16(),
          torch.float16, 2e-2),
+        # float64 in, float64 out; its accuracy is checked last (check_attention_step).
         ("float64, batch 2, 3 heads, head size 3, 4 steps",
          torch.randn(3, 2, 3, 4, 3, generator=g), torch.float64, 1e-5),
     ]
 
 
 FLOAT16_MAX = 65504
+FLOAT64_TOL = 1e-10
 
 
 def _beyond_float16():
@@ -501,16 +510,22 @@ def _cache_cases():
     the first call (q, k, v and the cache as transposed views of (batch, n, heads,
     head_size) tensors, as a model makes them: not contiguous), and two sequences decoded
     in turn. A cache kept between calls (a global, a closure, a buffer) goes stale on
-    both."""
+    both. Then a prompt of 120 positions, longer than the chapter model's block_size (64):
+    a cache or attention limited to a window of the last 64 (or any number up to 120)
+    positions is wrong there."""
     g = torch.Generator().manual_seed(14)
     prompt = [x.transpose(1, 2) for x in torch.randn(3, 2, 9, 2, 4, generator=g)]
     two = [tuple(torch.randn(3, 1, 2, 5, 4, generator=g)) for _ in range(2)]
+    long_prompt = tuple(torch.randn(3, 1, 2, 123, 8,
+                                    generator=torch.Generator().manual_seed(17)))
     return [
         ("a prompt of 5 positions already cached at the first call (batch 2, 2 heads, head "
          "size 4; q, k, v and the cache are transposed views, not contiguous), steps 5..8",
          [tuple(prompt)], 5),
         ("two sequences decoded in turn, one step of each (batch 1, 2 heads, head size 4, "
          "5 steps)", two, 0),
+        ("a prompt of 120 positions already cached at the first call (batch 1, 2 heads, "
+         "head size 8), steps 120..122", [long_prompt], 120),
     ]
 
 
@@ -549,6 +564,15 @@ def _diagnose_step(out, Q, K, V, t, hs, later=None):
     if t > 0 and same(values[:, :, -1:]):
         return ("the new token attends only to itself: attend over the cached keys and "
                 "values as well, all t + 1 of them.")
+    full = attend(keys, values, hs ** -0.5)
+    windowed = ((w, attend(keys[:, :, -w:], values[:, :, -w:], hs ** -0.5))
+                for w in range(2, t + 1))          # the last w keys only: a sliding window
+    window = next((w for w, x in windowed if same(x) and (x - full).abs().max() > 1e-2),
+                  None)
+    if window is not None:
+        return (f"the new token attends over the last {window} positions only (a sliding "
+                f"window): attend over all t + 1 = {t + 1} keys, the cache plus the new "
+                "one; how many positions to keep is the caller's decision.")
     if same(values.sum(dim=2, keepdim=True)):
         return "the softmax runs over the wrong axis: normalise over the keys (dim=-1)."
     if same(attend(keys, values, 1.0)):
@@ -559,7 +583,7 @@ def _diagnose_step(out, Q, K, V, t, hs, later=None):
         return "the scale is wrong: divide q . k by sqrt(head size), the last axis of q."
     if same(attend(values, keys, hs ** -0.5)):
         return "keys and values are swapped: scores come from the keys, outputs from values."
-    right = (out.double() - attend(keys, values, hs ** -0.5)).abs().amax(dim=(2, 3)) < 1e-3
+    right = (out.double() - full).abs().amax(dim=(2, 3)) < 1e-3
     if right.any():  # (batch, heads): right for some sequences or heads only
         wrong = [tuple(int(i) for i in ij) for ij in torch.nonzero(~right)[:3]]
         return (f"some (sequence, head) pairs are right and others wrong, e.g. {wrong}: every "
@@ -582,6 +606,12 @@ def check_attention_step(fn):
     for case, sequences, start in _cache_cases():
         _run_steps(fn, sequences, case, 1e-5, start=start)
     _check_step_gradient(fn)
+    # Last, so that a solution with another fault is told that one first: float64 inputs
+    # are computed in float64 (within 1e-15 of the reference here; one computed in float32
+    # and cast back is about 1e-7 off).
+    for case, (Q, K, V), dtype, tol in _step_cases():
+        if dtype == torch.float64:
+            _run_steps(fn, [(Q.double(), K.double(), V.double())], case, FLOAT64_TOL)
     return passed("attention_step")
 
 
@@ -642,9 +672,9 @@ def _run_steps(fn, sequences, case, tol, start=0):
                 honest = torch.isnan(out).any(-1, keepdim=True) & _overflowing_rows(Q, K, t)
                 out = torch.where(honest, expected[s][:, :, t:t + 1].to(out.dtype), out)
             expect_tensor(out, (b, h, 1, hs), Q.dtype, what="the output", case=where,
-                          nan_hint="exp() overflows for large scores: subtract each row's "
-                                   "maximum before exp, or use torch.softmax, which does.")
+                          nan_hint=_nan_hint(out, Q, K, t))
             for name, got, full in (("keys", keys, K), ("values", values, V)):
+                _expect_no_window(got, full, t, name, where)
                 expect_tensor(got, (b, h, t + 1, hs), Q.dtype,
                               what=f"the returned tensor of {name}", case=where,
                               hint=OWN_CACHE_HINT if owned else None)
@@ -673,6 +703,20 @@ def _run_steps(fn, sequences, case, tol, start=0):
             diff = (out.double() - expected[s][:, :, t:t + 1]).abs()
             if not diff.max() <= tol:
                 where_max = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
+                if tol == FLOAT64_TOL and Q.dtype == torch.float64:  # the last check
+                    size = diff.max().item()
+                    fail(f"the output on {where} is {size:.2g} from the float64 reference "
+                         f"(at index {where_max} expected "
+                         f"{expected[s][:, :, t:t + 1][where_max].item():.12g}, got "
+                         f"{out.double()[where_max].item():.12g}): "
+                         + ("float32's accuracy, not float64's" if size > 1e-8 else
+                            "more than float64 rounding")
+                         + f" (a computation in float64 is within {FLOAT64_TOL:g}).",
+                         "compute in q's dtype when it is float64: cast to float32 only "
+                         "from float16 or bfloat16, e.g. dtype = torch.promote_types("
+                         "q.dtype, torch.float32), compute with q.to(dtype), "
+                         "keys.to(dtype) and values.to(dtype), and cast the output back "
+                         "to q.dtype.")
                 hint = _diagnose_step(out, Q, K, V, t, hs, later=_later(fn, Q, K, V))
                 scores = (Q[:, :, t:t + 1].double() @ K[:, :, :t + 1].double()
                           .transpose(2, 3)) / math.sqrt(hs)                 # (b, h, 1, t+1)
@@ -695,6 +739,50 @@ def _run_steps(fn, sequences, case, tol, start=0):
                      f"{out.double()[where_max].item():.4g} (largest difference "
                      f"{diff.max().item():.3g}).", hint)
             caches[s] = (keys, values)
+
+
+def _expect_no_window(got, full, t, name, where):
+    """Fail, naming the window, if the returned cache holds only the last positions."""
+    if not (isinstance(got, torch.Tensor) and got.dim() == 4 and got.dtype == full.dtype
+            and 0 < got.shape[2] < t + 1 and got.shape[:2] == full.shape[:2]
+            and got.shape[3] == full.shape[3]):
+        return
+    window = got.shape[2]
+    if torch.equal(got, full[:, :, t + 1 - window:t + 1]):
+        fail(f"the returned tensor of {name} has shape {tuple(got.shape)} on {where}: "
+             f"the last {window} positions only; expected "
+             f"{tuple(full[:, :, :t + 1].shape)}, all {t + 1} positions 0..{t}.",
+             "keep every position: the cache is torch.cat([past, new], dim=2), however "
+             "long it grows. A window (the model's block_size, say) is the caller's "
+             "decision, and attending over the last positions only changes the output of "
+             "a longer sequence.")
+
+
+def _nan_hint(out, Q, K, t):
+    """The hint for NaN in the output at step t: exp() overflowing, or, where the NaN rows'
+    own scores are small but far below the largest score of the whole tensor, whole rows
+    underflowing to 0 after subtracting one maximum for the whole tensor (0/0)."""
+    hint = ("exp() overflows for large scores: subtract each row's maximum before exp, or "
+            "use torch.softmax, which does.")
+    if not (isinstance(out, torch.Tensor) and out.is_floating_point()
+            and out.shape == Q[:, :, :1].shape):
+        return hint
+    nan_rows = torch.isnan(out).any(-1)                                 # (b, h, 1)
+    scores = _raw_scores(Q, K, t) / math.sqrt(Q.shape[-1])             # (b, h, 1, t + 1)
+    row_max = scores.amax(-1)                                           # (b, h, 1)
+    gap = scores.max() - row_max            # how far each row's maximum is below the top
+    limit, tiny = (11, 15) if Q.dtype == torch.float16 else (88, 80)   # exp overflows,
+    if (nan_rows.any() and (row_max[nan_rows] <= limit).all()          # exp(-tiny) ~ 0
+            and (gap[nan_rows] > tiny).all()):
+        row = tuple(int(i) for i in nan_rows.nonzero()[0][:2])
+        return (f"every exp() of a whole row underflows to 0, and 0 / 0 is NaN: in the NaN "
+                f"rows, e.g. (batch, head) {row}, every score (at most "
+                f"{row_max[nan_rows].max().item():.3g}) lies far below the largest score "
+                f"of the whole tensor (by {gap[nan_rows].min().item():.4g} or more), so "
+                "subtracting one maximum for the whole tensor (scores.max()) makes "
+                "exp(score - max) 0 for the whole row. Subtract each row's own maximum, "
+                "scores.amax(dim=-1, keepdim=True), or use torch.softmax, which does.")
+    return hint
 
 
 def _raw_scores(Q, K, t):
