@@ -186,7 +186,7 @@ R1_EXPECTED = {
     "p = 0.12": "the share of ordinary positions chosen",
     "p = 0.16": "the share of ordinary positions chosen",
     "85 / 7.5 / 7.5 split": "standard errors off for [MASK]",
-    "neighbouring pairs chosen together": "per pair of neighbours",
+    "neighbouring pairs chosen together": "neighbouring positions are not chosen",
     "82 / 9 / 9 split": "standard errors off for [MASK]",
     "random tokens from half the vocabulary": "not spread over the 60 ordinary tokens",
     "80/10/10 action drawn per row": "not drawn for each position on its own",
@@ -219,10 +219,11 @@ def test_check_mlm_masking_accepts_the_reference_and_a_batch_wide_count():
 
 @pytest.mark.parametrize("seed", range(12))
 def test_check_mlm_masking_accepts_the_reference_whatever_the_random_draws(seed):
-    generator = torch.Generator().manual_seed(seed)  # one stream over the checker's calls
-
     def own_stream(tokens, vocab):
-        return mask_tokens(tokens, vocab, generator=generator)
+        """Other draws for every test seed, still following the caller's seed (book.set_seed
+        twice must give the same masks: a generator seeded once outside is refused)."""
+        start = int(torch.randint(2 ** 62, ())) ^ seed
+        return mask_tokens(tokens, vocab, generator=torch.Generator().manual_seed(start))
     accepts(checks.check_mlm_masking, own_stream)
 
 
@@ -548,3 +549,79 @@ def test_seeding_inside_is_refused_unless_it_follows_the_callers_seed():
             "numpy.random.RandomState with a seed")
     rejects(checks.check_mlm_masking, numpy_global_seeded_by_a_counter,
             "numpy.random.seed with a seed")
+
+
+# -- Round 7 red team (tests/checker_redteam/round7_ch08_*.py) -----------------------------
+
+def test_round7_masking_messages_name_the_fault():
+    from checker_redteam import round7_ch08_mlm as r7
+
+    expected = {
+        r7.W_11_choice_skips_neighbours: ("neighbouring positions are not chosen",
+                                          "makes its neighbour less likely"),
+        r7.W_20_span_pairs: ("neighbouring positions are not chosen independently",
+                             "positions are chosen together"),
+        r7.W_23_at_least_one_per_row: ("rows with only one or two ordinary tokens",
+                                       "do not force a choice"),
+        r7.W_17_ordinary_mask_cached_per_shape: ("a special token was chosen",
+                                                 "keep something between calls"),
+        r7.W_09_rounded_random_ids: ("vocabulary of 3 ordinary tokens",
+                                     "not uniform over the ordinary ids"),
+        r7.W_07_module_level_generator: ("book.set_seed", "gave different masks"),
+        r7.W_06_exact_80_10_10_split: ("exactly 80% of the chosen positions became [MASK]",
+                                       "not by splitting"),
+    }
+    for fn, fragments in expected.items():
+        rejects(checks.check_mlm_masking, fn, *fragments)
+
+
+def test_round7_fixed_count_per_row_keeps_the_dispersion_message():
+    """A fixed count per row ties every pair of a row alike (lag 1 and lag 5): the
+    neighbour test leaves it to the dispersion test, which names it."""
+    from checker_redteam import round7_ch08_mlm as r7
+
+    rejects(checks.check_mlm_masking, r7.W_13_rate_per_row_of_ordinary,
+            "a fixed number of positions per row")
+
+
+def test_round7_count_messages_name_the_fault():
+    from checker_redteam import round7_ch08_bertcount as r7
+
+    rejects(checks.check_bert_param_count, r7.W_05_float32_torch, "float32 rounding",
+            "exact on every configuration below 2^24")
+    rejects(checks.check_bert_param_count, r7.W_09_embeddings_cached_by_vocab, "max_len=50",
+            "keep something between calls")
+    calls = [0]
+
+    def right_then_wrong(V, H, F, L, P):  # a stale answer on a repeated call
+        calls[0] += 1
+        return count(V, H, F, L, P) + (calls[0] > 10)
+    rejects(checks.check_bert_param_count, right_then_wrong, "when called again",
+            "depend only on the arguments")
+
+
+def test_the_new_round7_tests_cost_little_of_the_budget():
+    """The round-7 tests' false-failure probabilities for a right solution: the short rows
+    (exact binomial, 1,440 positions, 6 SE), neighbour dependence (normal tail at 6, x 2),
+    the 3 ids of the tiny vocabulary (normal tails at 6.5, x 2), the exact split (at most
+    3 / sqrt(2 pi n 0.16) per call, product over the check's calls)."""
+    vocab = ch08._masking_vocab()
+    short = ch08._awkward_batch(vocab)
+    ordinary = short >= vocab.num_specials
+    per_row = ordinary.sum(1)
+    n = 2 * int(ordinary[(per_row == 1) | (per_row == 2)].sum())
+    assert n == 1440
+    se = math.sqrt(n * 0.15 * 0.85)
+    k = ch08.COLUMN_TOLERANCE
+    rates = {
+        "short rows": _binomial_tails(n, 0.15, math.floor(n * 0.15 - k * se),
+                                      math.ceil(n * 0.15 + k * se)),
+        "neighbours": 2 * math.erfc(k / math.sqrt(2)),
+        "three ids": 3 * 2 * math.erfc(6.5 / math.sqrt(2)),
+    }
+    main = round(ch08.CALLS * int((ch08._masking_batch(vocab) >= vocab.num_specials).sum())
+                 / ch08.CALLS * 0.15)
+    per_call = [3.1 / math.sqrt(2 * math.pi * m * 0.16) for m in [main] * 4 + [26_000] * 2]
+    rates["exact split"] = math.prod(per_call)
+    assert all(r < 1e-8 for r in rates.values()), rates
+    assert sum(rates.values()) < 2e-8, rates

@@ -53,7 +53,10 @@ def O_03_bernoulli_multinomial(tokens, vocab):
     return _finish(tokens, vocab, chosen, chosen & (action == 0), chosen & (action == 1), rnd)
 
 
-def O_04_numpy_fresh_generator(tokens, vocab):
+# Right in rounds 4 to 6; wrong since round 7: book.set_seed(s) twice must give the same
+# masks (the exercise leaves the seeding to the caller), and default_rng() without a seed
+# draws fresh OS entropy that book.set_seed cannot fix.
+def W_04_numpy_fresh_generator(tokens, vocab):
     """numpy's default_rng() without a seed (fresh OS entropy on every call)."""
     rng = np.random.default_rng()
     t = tokens.numpy()

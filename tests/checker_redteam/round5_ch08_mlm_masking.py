@@ -37,7 +37,10 @@ def O_02_one_uniform(tokens, vocab):
     return inputs, torch.where(chosen, tokens, IGNORE)
 
 
-def O_03_numpy_rng(tokens, vocab):
+# Right in rounds 5 and 6; wrong since round 7: book.set_seed(s) twice must give the same
+# masks (the exercise leaves the seeding to the caller), and default_rng() without a seed
+# draws fresh OS entropy that book.set_seed cannot fix.
+def W_03_numpy_rng(tokens, vocab):
     rng = np.random.default_rng()  # fresh OS entropy each call: not seeded by the learner
     shape = tuple(tokens.shape)
     t = tokens.numpy()

@@ -107,11 +107,11 @@ def W_05_same_pattern_every_row(tokens, vocab):
     return _mask(tokens, vocab, chosen, torch.rand(tokens.shape), rnd)
 
 
-# Accepted on purpose: exactly 80% / 10% / 10% of the chosen positions, in random places, is
-# what the wording "replace 80% ... 10% ... 10%" literally says, and the same policy as the
-# exact batch-wide count accepted since round 1; only an exact-share test over many more calls
-# could tell it from independent draws at one in a million.
-def A_06_exact_80_10_10_split(tokens, vocab):
+# Accepted on purpose in round 6 (the wording then said "replace 80% ... 10% ... 10%"); wrong
+# since round 7: the text says "decide for each chosen position on its own ... not an exact
+# split", and the checker sees the [MASK] share land within one position of 80% at every one
+# of its 8 calls (a right solution: probability below 1e-12).
+def W_06_exact_80_10_10_split(tokens, vocab):
     """Exactly 80% / 10% / 10% of the chosen positions, by a permutation (no binomial
     spread, choices dependent)."""
     chosen = (tokens >= vocab.num_specials) & (torch.rand(tokens.shape) < 0.15)
