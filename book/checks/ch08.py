@@ -72,8 +72,8 @@ masks, or two seeds the same ones): a call counter or the clock. Since round 7 e
 solution must follow the caller's seed (book.set_seed(s) before two calls gives the same
 masks twice), so a generator made without a seed (default_rng(), random.Random()) or kept at
 module level fails too, with its own message. When the rows spread too much, the chosen
-share is compared between rows with different numbers of ordinary tokens (z-scores divided by
-the square root of the dispersion index), so that a rate rescaled per row is named as such.
+share is compared between rows with different numbers of ordinary tokens (z-scores divided
+by the square root of the dispersion index), so that a rate rescaled per row is named as such.
 
 The dispersion indices are computed at the observed (pooled) rates, and the tests that find a
 structural fault (which positions, which rows, which replacements) run before the overall
@@ -570,7 +570,8 @@ def _check_awkward_batches(fn, vocab, log):
              "last 200 rows of the batch above) gave different masks: your function draws "
              "from a random generator that book.set_seed does not seed (a torch.Generator "
              "or numpy.random.default_rng made at import or without a seed, the "
-             "clock...), so a run cannot be reproduced. The exercise leaves the seeding to the caller.",
+             "clock...), so a run cannot be reproduced. The exercise leaves the seeding to "
+             "the caller.",
              "draw from torch's global generator (torch.rand(tokens.shape), "
              "torch.randint(...)), which book.set_seed seeds, or a generator passed in by "
              "the caller; keep no private generator.")
@@ -761,8 +762,8 @@ def _check_three_ids(fn, log):
                  f"{(shown == i).sum().item():,} times, expected about "
                  f"{p.sum().item():,.0f} (half of them kept, half a random token, each of "
                  f"the {k} ids with probability 1/{k}; z-score {z:.1f}, tolerance 6.5): "
-                 f"your random tokens are not uniform over the ordinary ids ({share:.0%} of "
-                 f"the changed ones are id {i}).",
+                 "your random tokens are not uniform over the ordinary ids "
+                 f"({share:.0%} of the changed ones are id {i}).",
                  "draw the random token with torch.randint(vocab.num_specials, len(vocab), "
                  "shape): every ordinary id equally likely. Rounding u * (k - 1) gives the "
                  "first and last ids half the weight of the others.")
