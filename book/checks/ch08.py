@@ -73,7 +73,8 @@ solution must follow the caller's seed (book.set_seed(s) before two calls gives 
 masks twice), so a generator made without a seed (default_rng(), random.Random()) or kept at
 module level fails too, with its own message. When the rows spread too much, the chosen
 share is compared between rows with different numbers of ordinary tokens (z-scores divided
-by the square root of the dispersion index), so that a rate rescaled per row is named as such.
+by the square root of the dispersion index), so that a rate rescaled per row is named as
+such.
 
 The dispersion indices are computed at the observed (pooled) rates, and the tests that find a
 structural fault (which positions, which rows, which replacements) run before the overall
