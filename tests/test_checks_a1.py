@@ -321,3 +321,21 @@ def test_key_blocks_with_all_queries_pass_the_square_case_and_fail_the_other():
     with pytest.raises(checks.CheckFailed, match="48000 numbers"):
         a1._largest_chunk(fn, Q, K, V, 24, "more queries than keys")
     a1._largest_chunk(chunked_reference, Q, K, V, 24, "the reference")  # passes
+
+
+# -- Round 7 red team (tests/checker_redteam/round7_a1_chunked.py) -------------------------
+
+ROUND7_MESSAGES = {
+    # K^T / sqrt(d) memoised on the K tensor (lru_cache: identity), stale after K changes in
+    # place
+    "W_21_lru_cache_KT": ["changed in place since the first call", "the first call's K gives",
+                          "depends on an earlier call", "lru_cache"],
+    # bfloat16 in, float32 out (the text: the result keeps the inputs' dtype)
+    "W_20_bfloat16_returns_float32": ["bfloat16 inputs", "expected torch.bfloat16"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND7_MESSAGES)
+def test_round7_messages_point_at_the_fault(name):
+    rejects(checks.check_chunked_attention, redteam_entry("round7_a1_chunked", name),
+            *ROUND7_MESSAGES[name])

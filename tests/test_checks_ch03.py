@@ -483,3 +483,77 @@ def test_masking_the_queries_with_a_fill_is_named_too():
                               else valid_lens) @ values
     rejects(checks.check_scaled_dot_product_attention, fills_queries,
             "masks the queries here, not the keys")
+
+
+# -- Round 7 red team (tests/checker_redteam/round7_ch03_*.py): holes and messages ---------
+
+ROUND7_MASKED_SOFTMAX_MESSAGES = {
+    # a mask cached by shape: the weights are those of an earlier call's lengths
+    "W_05_mask_cached_by_shape": ["valid_lens [3, 0]", "an earlier call's valid_lens [2, 4]",
+                                  "keeps a mask computed in an earlier call"],
+    "W_20_mask_cache_shape_dtype_lens_dim": ["an earlier call's valid_lens [2, 4]"],
+    # a mask memoised on the lengths tensor (lru_cache: identity), stale after an in-place
+    # change of valid_lens
+    "W_21_lru_cache_mask_on_lens": ["changed in place since the first call",
+                                    "the first call's lengths",
+                                    "depends on an earlier call", "lru_cache"],
+    # lengths clamped to >= 1: the empty row is one-hot on key 0, not uniform
+    "W_11_lens_clamped_min1": ["valid_lens [3, 0]", "[1.0, 0.0, 0.0, 0.0, 0.0]",
+                               "attends to key 0 alone", "clamp"],
+    # square-only bugs: 2-D lengths along the keys axis, no-mask softmax over the queries
+    "W_04_2d_lens_on_wrong_axis": ["square X of shape (2, 4, 4)", "valid_lens[:, None, :]",
+                                   "as many queries as keys"],
+    "W_07_none_means_no_softmax_dim": ["square X of shape (2, 4, 4)", "valid_lens None"],
+    # bfloat16: float16's -65504 is no fill below scores of -1e5; float32 returned
+    "W_13_bfloat16_fill_float16_min": ["bfloat16 X", "the fill value must lie below every "
+                                                     "score", "torch.finfo(X.dtype).min"],
+    "W_18_bfloat16_returns_float32": ["bfloat16 X", "expected torch.bfloat16"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND7_MASKED_SOFTMAX_MESSAGES)
+def test_round7_masked_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round7_ch03_masked_softmax as r7
+
+    text = rejects(checks.check_masked_softmax, vars(r7)[name],
+                   *ROUND7_MASKED_SOFTMAX_MESSAGES[name])
+    assert "comes out of the softmax uniform" not in text
+
+
+ROUND7_SDPA_MESSAGES = {
+    # K^T / sqrt(d) cached by shape: an earlier call's keys
+    "W_13_cache_keys_T": ["padded keys score about 1.8e4", "an earlier call's keys (of the "
+                          "same shape)", "keeps something computed in an earlier call"],
+    "W_19_cache_keys_T_shape_dtype_grad": ["an earlier call's keys (of the same shape)"],
+    # K^T / sqrt(d) memoised on the keys tensor, stale after keys change in place
+    "W_18_lru_cache_keys_T": ["changed in place since the first call",
+                              "the first call's keys give", "depends on an earlier call",
+                              "lru_cache"],
+    # the first query's length for every query (the case's lengths make first = smallest:
+    # the probe tells them apart)
+    "W_06_2d_lens_uses_first_query": ["per-query valid_lens [[1, 3, 5], [2, 2, 4]]",
+                                      "uses its first query's length for every query"],
+    # every example uses keys[0]
+    "W_11_batch_broadcast_matmul_keys_T": ["uses the keys of example 0",
+                                           "keep the batch axis"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND7_SDPA_MESSAGES)
+def test_round7_sdpa_messages_point_at_the_fault(name):
+    from checker_redteam import round7_ch03_sdpa as r7
+
+    text = rejects(checks.check_scaled_dot_product_attention, vars(r7)[name],
+                   *ROUND7_SDPA_MESSAGES[name])
+    assert "the smallest" not in text and "(not the keys)" not in text
+
+
+def test_round7_sdpa_smallest_length_is_still_named():
+    """The probe does not hide the smallest-length mistake behind the first query's."""
+    def smallest(queries, keys, values, valid_lens):
+        if valid_lens is not None and valid_lens.dim() == 2:
+            valid_lens = valid_lens.amin(dim=1)
+        return attention_reference(queries, keys, values, valid_lens)
+    text = rejects(checks.check_scaled_dot_product_attention, smallest,
+                   "uses the smallest of its per-query lengths")
+    assert "first query" not in text

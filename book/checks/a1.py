@@ -154,6 +154,60 @@ def _stale(out, tensors, earlier, tol, case):
                  "are not the same inputs.")
 
 
+def _bfloat16(fn):
+    """bfloat16 inputs (added after red-team round 7): the result keeps the inputs' dtype.
+    Checked after the gradients, so that a NumPy round trip (NumPy has no bfloat16) is told
+    about its gradients first."""
+    __tracebackhide__ = True
+    g = torch.Generator().manual_seed(7)
+    Q, K, V = (torch.randn(2, n, dd, generator=g).bfloat16()
+               for n, dd in ((9, 4), (7, 4), (7, 5)))
+    case = "bfloat16 inputs: batch 2, 9 queries, 7 keys, d=4, chunk_size=4"
+    out = call(fn, Q, K, V, 4, name="chunked_attention", case=case,
+               hint_on_error=_chunks_hint)
+    expect_tensor(out, (2, 9, 5), what="the output", case=case)
+    expect_tensor(out, dtype=torch.bfloat16, what="the output", case=case)
+    # bfloat16 keeps 8 bits: steps of 1/128 near 1; right solutions err by about 4e-3 here
+    expect_close(out, _attention(Q, K, V), what="the output", case=case, atol=4e-2,
+                 rtol=2e-2, hint=HINT)
+
+
+def _changed_in_place(fn):
+    """Call fn twice on the same Q, K and V objects, changing them in place between the
+    calls (as a training step changes a parameter): the second output must be that of the
+    new values."""
+    __tracebackhide__ = True
+    g = torch.Generator().manual_seed(77)
+    tensors = [2.0 * torch.randn(2, n, dd, generator=g) for n, dd in ((8, 4), (6, 4), (6, 5))]
+    first_case = "batch 2, 8 queries, 6 keys, d=4, chunk_size=3"
+    first = call(fn, *tensors, 3, name="chunked_attention", case=first_case,
+                 hint_on_error=_chunks_hint)
+    expect_close(first, _attention(*tensors), what="the output", case=first_case,
+                 atol=1e-5, rtol=1e-4)
+    old = [t.clone() for t in tensors]
+    for t in tensors:
+        t.copy_(2.0 * torch.randn(t.shape, generator=g))
+    case = ("a second call on the same Q, K and V tensors, changed in place since the first "
+            "call (batch 2, 8 queries, 6 keys, d=4, chunk_size=3)")
+    out = call(fn, *tensors, 3, name="chunked_attention", case=case,
+               hint_on_error=_chunks_hint)
+    expect_tensor(out, (2, 8, 5), dtype=torch.float32, what="the output", case=case)
+    if is_close(out, _attention(*tensors), atol=1e-5, rtol=1e-4):
+        return
+    for names in ("K", "V", "KV", "Q", "QK", "QV", "QKV"):
+        mixed = [old[i] if x in names else t for i, (x, t) in enumerate(zip("QKV", tensors))]
+        if is_close(out, _attention(*mixed), atol=1e-5, rtol=1e-4):
+            fail(f"the output is wrong on {case}: it is what the first call's "
+                 f"{' and '.join(names)} give{'s' if len(names) == 1 else ''}: your result "
+                 "depends on an earlier call (a cache keyed on the tensors, such as "
+                 "functools.lru_cache, which tells tensors apart by identity, not by value).",
+                 "compute everything from this call's Q, K and V: a tensor changed in place "
+                 "is still the same object, with new values.")
+    expect_close(out, _attention(*tensors), what="the output", case=case, atol=1e-5,
+                 rtol=1e-4, hint="compute everything from this call's Q, K and V: the "
+                                 "output must not depend on an earlier call.")
+
+
 def _chunks_hint(error, chunk=None):
     if view_hint(error):
         return view_hint(error, "Q, K or V (a transpose, as head splitting makes)",
@@ -178,7 +232,8 @@ def _chunks_hint(error, chunk=None):
 @checker("chunked_attention")
 def check_chunked_attention(fn):
     """Check `fn(Q, K, V, chunk_size)`: equal to full attention (shorter last chunk, chunk
-    larger than n, 60 queries, large scores, a second call on new inputs of the same shapes),
+    larger than n, 60 queries, large scores, float64, float16, bfloat16, a second call on new
+    inputs of the same shapes and one on the same inputs changed in place),
     its gradients, no tensor larger than one chunk's scores (counted on 1000 queries and keys,
     and on 2000 queries and 500 keys, chunk_size 24), and a peak memory far below n x n."""
     g = torch.Generator().manual_seed(0)
@@ -272,11 +327,13 @@ def check_chunked_attention(fn):
         expect_close(out, ref, what="the output", case=case, hint=HINT, **tol)
         for x, t in zip("QKV", (Q, K, V)):
             earlier.setdefault((x, t.shape, t.dtype), t)
+    _changed_in_place(fn)
     Q, K, V = (torch.randn(2, 7, 4, generator=g), torch.randn(2, 6, 4, generator=g),
                torch.randn(2, 6, 3, generator=g))
     expect_gradients(lambda q, k, v: fn(q, k, v, 3), _attention,
                      [("Q", Q), ("K", K), ("V", V)], name="chunked_attention",
                      case="batch 2, 7 queries, 6 keys, d=4, chunk_size=3 (gradients)")
+    _bfloat16(fn)
     # Every tensor it computes at once holds at most chunk_size x n numbers (counted exactly:
     # catches a fixed chunk, torch.chunk's chunk count, chunk_size + 1 rows, the full matrix).
     X = torch.randn(1, 1000, 8, generator=g)

@@ -1,4 +1,5 @@
 """Checkers for chapter 3's exercises: masked softmax and scaled dot-product attention."""
+import itertools
 import math
 
 import torch
@@ -120,7 +121,93 @@ def _masked_softmax_cases_round6():
          torch.randn(2, 3, 1, generator=g), torch.tensor([1, 0])),
         ("X of shape (2, 3, 1) (one key), valid_lens None (no mask)",
          torch.randn(2, 3, 1, generator=g), None),
+        *_masked_softmax_cases_round7(),
     ]
+
+
+def _masked_softmax_cases_round7():
+    """Cases added after red-team round 7: square X (as many queries as keys, as in
+    self-attention: a mask on the wrong axis has the right shape there)."""
+    g = torch.Generator().manual_seed(37)
+    return [
+        ("square X of shape (2, 4, 4) (as many queries as keys), valid_lens [[1, 2, 3, 4], "
+         "[4, 0, 2, 1]]", torch.randn(2, 4, 4, generator=g),
+         torch.tensor([[1, 2, 3, 4], [4, 0, 2, 1]])),
+        ("square X of shape (2, 4, 4) (as many queries as keys), valid_lens None (no mask)",
+         torch.randn(2, 4, 4, generator=g), None),
+    ]
+
+
+def _masked_softmax_cases_bfloat16():
+    """bfloat16 with scores of -1e5, below float16's -65504 (no fill for bfloat16); added
+    after red-team round 7, checked after the gradients."""
+    g = torch.Generator().manual_seed(39)
+    # bfloat16 is 512 apart near 1e5, so the valid keys of a row share one score (any gap
+    # would be 512 or more: one key takes every weight); the padded keys score near 0.
+    lens = torch.tensor([[3, 1], [2, 4]])
+    low = torch.where(torch.arange(4) < lens[..., None], torch.tensor(-1e5),
+                      torch.randn(2, 2, 4, generator=g))
+    return [
+        ("bfloat16 X of shape (2, 2, 4) whose valid keys score -1e5 (below float16's "
+         "-65504) and padded keys near 0, valid_lens [[3, 1], [2, 4]]", low.bfloat16(),
+         lens),
+    ]
+
+
+_EARLIER_HINT = ("compute the mask from this call's valid_lens every time: lengths of the "
+                 "same shape are not the same lengths, and a tensor changed in place is "
+                 "still the same object (functools.lru_cache and dicts compare tensors by "
+                 "identity, not by value).")
+
+
+def _stale_lens(W, X, valid_lens, earlier, atol, case):
+    """Fail if the weights are what an earlier call's valid_lens (X and lengths of the same
+    shapes) give: the function kept a mask from an earlier call."""
+    __tracebackhide__ = True
+    old = earlier.get((tuple(X.shape), tuple(valid_lens.shape)))
+    if old is not None and not torch.equal(old, valid_lens) and is_close(
+            W, _reference_masked_softmax(X, old), atol=atol, rtol=1e-3):
+        fail(f"the weights are wrong on {case}: they are what an earlier call's valid_lens "
+             f"{old.tolist()} (of the same shape) give: your function keeps a mask computed "
+             "in an earlier call (a cache keyed by shape, a default argument, a global).",
+             _EARLIER_HINT)
+
+
+def _masked_changed_in_place(fn):
+    """Call fn twice on the same X and valid_lens objects, changing both in place between
+    the calls (as a caller that reuses its buffers does): the second result must be that of
+    the new values."""
+    __tracebackhide__ = True
+    g = torch.Generator().manual_seed(38)
+    X = torch.randn(2, 3, 5, generator=g)
+    lens = torch.tensor([[1, 4, 2], [5, 0, 3]])
+    first_case = "X of shape (2, 3, 5), valid_lens [[1, 4, 2], [5, 0, 3]]"
+    with forbidden(_BOOK_MASKED_SOFTMAX, _OWN_MASK):
+        first = call(fn, X, lens, name="masked_softmax", case=first_case)
+    expect_close(first, _reference_masked_softmax(X, lens), what="masked_softmax(X, "
+                 "valid_lens)", case=first_case, atol=1e-5, rtol=1e-3)
+    old_X, old_lens = X.clone(), lens.clone()
+    X.copy_(torch.randn(2, 3, 5, generator=g))
+    lens.copy_(torch.tensor([[3, 1, 5], [2, 4, 0]]))
+    case = ("a second call on the same X and valid_lens tensors, changed in place since the "
+            "first call to new scores and valid_lens [[3, 1, 5], [2, 4, 0]]")
+    with forbidden(_BOOK_MASKED_SOFTMAX, _OWN_MASK):
+        out = call(fn, X, lens, name="masked_softmax", case=case)
+    expect_tensor(out, X.shape, dtype=X.dtype, what="masked_softmax(X, valid_lens)",
+                  case=case)
+    if is_close(out, _reference_masked_softmax(X, lens), atol=1e-5, rtol=1e-3):
+        return
+    for what, x, n in (("lengths", X, old_lens), ("scores", old_X, lens),
+                       ("scores and lengths", old_X, old_lens)):
+        if is_close(out, _reference_masked_softmax(x, n), atol=1e-5, rtol=1e-3):
+            fail(f"the weights are wrong on {case}: they are what the first call's {what} "
+                 "give: your result depends on an earlier call (a cache keyed on the "
+                 "tensors, such as functools.lru_cache, which tells tensors apart by "
+                 "identity, not by value).", _EARLIER_HINT)
+    expect_close(out, _reference_masked_softmax(X, lens), what="masked_softmax(X, "
+                 "valid_lens)", case=case, atol=1e-5, rtol=1e-3,
+                 hint="compute everything from this call's X and valid_lens: the result "
+                      "must not depend on an earlier call.")
 
 
 def _fill_overflow_hint(error):
@@ -168,8 +255,12 @@ _NAN_GRAD_HINT = ("an additive -inf mask (X + mask) makes the backward compute N
 def check_masked_softmax(fn):
     """Check `fn(X, valid_lens)`: softmax over the last axis that ignores keys >= valid_len, on
     1-D and 2-D lengths, empty rows, batches of one, huge and dominating scores, float16,
-    float64, rows of 60 keys, and gradients (fully masked rows included)."""
-    for case, X, valid_lens in _masked_softmax_cases():
+    float64, bfloat16, rows of 60 keys, square X, a second call on the same tensors changed in
+    place, and gradients (fully masked rows included)."""
+    earlier = {}  # (X's shape, valid_lens's shape) -> the first such valid_lens
+
+    def check_case(case, X, valid_lens):
+        __tracebackhide__ = True
         before = X.clone()
         lens_given = None if valid_lens is None else valid_lens.clone()
         with forbidden(_BOOK_MASKED_SOFTMAX, _OWN_MASK):
@@ -204,8 +295,23 @@ def check_masked_softmax(fn):
                  "(d2l's version has this bug: it writes the fill value into X).")
         expect_tensor(out, dtype=X.dtype, what="masked_softmax(X, valid_lens)", case=case)
         ref = _reference_masked_softmax(X, valid_lens)
-        atol = 2e-3 if X.dtype == torch.half else 1e-5
+        atol = {torch.half: 2e-3, torch.bfloat16: 1.6e-2}.get(X.dtype, 1e-5)
         W = out.double()
+        if valid_lens is not None and not is_close(W, ref, atol=atol, rtol=1e-3):
+            _stale_lens(W, X, valid_lens, earlier, atol, case)
+            if valid_lens.dim() == 2 and X.shape[1] == X.shape[2]:
+                # valid_lens[:, None, :]: query i keeps key j when i < valid_lens[b, j]
+                keep = torch.arange(X.shape[1])[:, None] < valid_lens[:, None, :]
+                flipped = torch.softmax(X.double().masked_fill(~keep, -math.inf), dim=-1)
+                if is_close(W, torch.nan_to_num(flipped) * keep, atol=atol, rtol=1e-3):
+                    fail(f"the weights are wrong on {case}: the per-query lengths are laid "
+                         "along the keys axis (valid_lens[:, None, :]), which has the right "
+                         "shape only because there are as many queries as keys.",
+                         "valid_lens[b, i] is the length of query i: compare "
+                         "torch.arange(num_keys) with valid_lens[..., None], (batch, "
+                         "queries, 1), whatever the shapes.")
+        earlier.setdefault((tuple(X.shape), tuple(valid_lens.shape)) if valid_lens is not None
+                           else None, valid_lens)
         sums = W.sum(dim=-1)[~empty]
         if not is_close(sums, torch.ones_like(sums), atol=atol, rtol=0):
             over_queries = W.sum(dim=1)[(~padded).any(dim=1)]         # keys someone may see
@@ -254,10 +360,16 @@ def check_masked_softmax(fn):
                  "mask every key at a position >= valid_len before the softmax.")
         if empty.any() and not (W[empty] == 0).all():
             b, i = (int(t) for t in (empty & (W != 0).any(-1)).nonzero()[0])
+            hint = ("a row of equal fill values comes out of the softmax uniform: multiply "
+                    "the weights by the mask afterwards, so that such a row is all zeros.")
+            if W[b, i, 0] > 1 - atol and bool((W[b, i, 1:] == 0).all()):
+                hint = ("the row attends to key 0 alone, as if its valid_len were 1: do not "
+                        "clamp the lengths to at least 1 (valid_lens.clamp(min=1)); a length "
+                        "of 0 means no valid key, and multiplying the weights by the mask "
+                        "makes such a row all zeros.")
             fail(f"a row with no valid key should have all-zero weights on {case}; row "
                  f"(example {b}, query {i}) got {[round(x, 3) for x in W[b, i].tolist()[:8]]}.",
-                 "a row of equal fill values comes out of the softmax uniform: multiply "
-                 "the weights by the mask afterwards, so that such a row is all zeros.")
+                 hint)
         leaks = (W != 0) & padded
         if leaks.any():
             b, i, j = (int(t) for t in leaks.nonzero()[0])
@@ -290,6 +402,9 @@ def check_masked_softmax(fn):
                      atol=atol, rtol=1e-3,
                      hint="softmax over the last axis (dim=-1) of the scores, with the keys "
                           "at positions >= valid_len left out.")
+    for case, X, valid_lens in _masked_softmax_cases():
+        check_case(case, X, valid_lens)
+    _masked_changed_in_place(fn)
     g = torch.Generator().manual_seed(31)
     for case, X, valid_lens in [
             ("X of shape (2, 3, 5), valid_lens [[2, 0, 5], [1, 1, 0]] (some rows fully masked)",
@@ -309,6 +424,8 @@ def check_masked_softmax(fn):
                          lambda x, lens=valid_lens: _reference_masked_softmax(x, lens),
                          [("X", X)], name="masked_softmax", case=case + " (gradients)",
                          describe=describe, nan_hint=_NAN_GRAD_HINT)
+    for case, X, valid_lens in _masked_softmax_cases_bfloat16():
+        check_case(case, X, valid_lens)
 
 
 def _attend(queries, keys, values, valid_lens, scale=None, dim=-1, offset=0,
@@ -498,6 +615,88 @@ def _masks_queries(out, q, k, v, valid_lens, atol):
                for other in (torch.zeros_like(plain), mean))
 
 
+# A 2-D valid_lens reduced to one length per example; the probe's lengths tell the three
+# apart in both examples (first 3 and 4, smallest 1 and 2, largest 5).
+_REDUCTIONS = [(lambda lens: lens[:, 0], "its first query's length"),
+               (lambda lens: lens.amin(dim=1), "the smallest of its per-query lengths"),
+               (lambda lens: lens.amax(dim=1), "the largest of its per-query lengths")]
+_LENS_PROBE = ("queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4), per-query valid_lens "
+               "[[3, 1, 5], [4, 5, 2]]")
+
+
+def _lens_probe():
+    g = torch.Generator().manual_seed(47)
+    return [torch.randn(2, n, dd, generator=g) for n, dd in ((3, 8), (5, 8), (5, 4))] + [
+        torch.tensor([[3, 1, 5], [4, 5, 2]])]
+
+
+_EARLIER_QKV_HINT = ("compute everything from this call's queries, keys and values: inputs "
+                     "of the same shape are not the same inputs, and a tensor changed in "
+                     "place is still the same object (functools.lru_cache and dicts tell "
+                     "tensors apart by identity, not by value).")
+
+
+def _stale_qkv(out, tensors, valid_lens, earlier, atol, case):
+    """Fail if the output is what an earlier call's queries, keys or values of the same
+    shape and dtype give: the function kept something computed in an earlier call."""
+    __tracebackhide__ = True
+    names = ("queries", "keys", "values")
+    for old in earlier:
+        same = [i for i in range(3) if old[i].shape == tensors[i].shape
+                and old[i].dtype == tensors[i].dtype and not torch.equal(old[i], tensors[i])]
+        for subset in ((1,), (2,), (1, 2), (0,), (0, 1), (0, 2), (0, 1, 2)):
+            if not set(subset) <= set(same):
+                continue
+            mixed = [old[i] if i in subset else t for i, t in enumerate(tensors)]
+            if is_close(out, _attend(*mixed, valid_lens), atol=atol, rtol=1e-3):
+                which = " and ".join(names[i] for i in subset)
+                fail(f"the output is wrong on {case}: it is what an earlier call's {which} "
+                     f"(of the same shape) give: your function keeps something computed in "
+                     "an earlier call (a cache keyed by shape or dtype, a default argument, "
+                     "a global).", _EARLIER_QKV_HINT)
+
+
+def _sdpa_changed_in_place(fn):
+    """Call fn twice on the same tensors, changing them in place between the calls (as a
+    training step changes a parameter): the second output must be that of the new values."""
+    __tracebackhide__ = True
+    g = torch.Generator().manual_seed(48)
+    tensors = [torch.randn(2, n, dd, generator=g) for n, dd in ((3, 8), (5, 8), (5, 4))]
+    lens = torch.tensor([[2, 5, 1], [4, 0, 3]])
+    first_case = ("queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4), valid_lens "
+                  "[[2, 5, 1], [4, 0, 3]]")
+    first = call(fn, *tensors, lens, name="scaled_dot_product_attention", case=first_case,
+                 hint_on_error=_sdpa_error_hint)
+    expect_close(first, _attend(*tensors, lens), what="the output", case=first_case,
+                 atol=1e-5, rtol=1e-3)
+    old = [t.clone() for t in tensors] + [lens.clone()]
+    for t in tensors:
+        t.copy_(torch.randn(t.shape, generator=g))
+    lens.copy_(torch.tensor([[4, 1, 3], [0, 5, 2]]))
+    case = ("a second call on the same queries, keys, values and valid_lens tensors, "
+            "changed in place since the first call (new values, valid_lens [[4, 1, 3], "
+            "[0, 5, 2]])")
+    out = call(fn, *tensors, lens, name="scaled_dot_product_attention", case=case,
+               hint_on_error=_sdpa_error_hint)
+    expect_tensor(out, (2, 3, 4), dtype=torch.float32, what="the output", case=case)
+    new = tensors + [lens]
+    if is_close(out, _attend(*new), atol=1e-5, rtol=1e-3):
+        return
+    names = ("queries", "keys", "values", "valid_lens")
+    for size in (1, 2, 3, 4):
+        for subset in itertools.combinations(range(4), size):
+            mixed = [old[i] if i in subset else t for i, t in enumerate(new)]
+            if is_close(out, _attend(*mixed), atol=1e-5, rtol=1e-3):
+                which = " and ".join(names[i] for i in subset)
+                fail(f"the output is wrong on {case}: it is what the first call's {which} "
+                     "give: your result depends on an earlier call (a cache keyed on the "
+                     "tensors, such as functools.lru_cache, which tells tensors apart by "
+                     "identity, not by value).", _EARLIER_QKV_HINT)
+    expect_close(out, _attend(*new), what="the output", case=case, atol=1e-5, rtol=1e-3,
+                 hint="compute everything from this call's inputs: the output must not "
+                      "depend on an earlier call.")
+
+
 # (keyword arguments of _attend from the keys, why): mistakes other than the scale.
 _SDPA_MISTAKES = [
     (lambda k: dict(scale=1.0, after=math.sqrt(k.shape[-1])),
@@ -518,7 +717,9 @@ _SDPA_MISTAKES = [
 @checker("scaled_dot_product_attention")
 def check_scaled_dot_product_attention(fn):
     """Check `fn(queries, keys, values, valid_lens)` -> softmax(Q K^T / sqrt(d)) V, masked, on
-    batches of one, huge and large scores, 60 keys, float16, and gradients."""
+    batches of one, huge and large scores, 60 keys, float16, a second call on the same tensors
+    changed in place, and gradients."""
+    earlier = []  # the (queries, keys, values) of the calls that were right
     for case, q, k, v, valid_lens, atol in _attention_cases():
         given = [q.clone(), k.clone(), v.clone()]
         lens_given = None if valid_lens is None else valid_lens.clone()
@@ -550,7 +751,9 @@ def check_scaled_dot_product_attention(fn):
         expect_tensor(out, dtype=q.dtype, what="the output", case=case)
         ref = _attend(q, k, v, valid_lens)
         if is_close(out, ref, atol=atol, rtol=1e-3):
+            earlier.append((q, k, v))
             continue
+        _stale_qkv(out, (q, k, v), valid_lens, earlier, atol, case)
         _diagnose_scale(fn, out, q, k, v, valid_lens, atol, case)
         for kwargs, why in _SDPA_MISTAKES:
             if is_close(out, _attend(q, k, v, valid_lens, **kwargs(k)), atol=atol, rtol=1e-3):
@@ -563,17 +766,37 @@ def check_scaled_dot_product_attention(fn):
                  "torch.arange(num_keys) (the last axis of the (batch, queries, keys) "
                  "scores), with valid_lens[:, None, None], so that every query keeps a "
                  "softmax over its first valid_len keys.")
+        if q.shape[0] > 1:
+            for which, mixed in (("keys", (q, k[:1].expand_as(k), v)),
+                                 ("values", (q, k, v[:1].expand_as(v))),
+                                 ("keys and values", (q, k[:1].expand_as(k),
+                                                      v[:1].expand_as(v)))):
+                if is_close(out, _attend(*mixed, valid_lens), atol=atol, rtol=1e-3):
+                    fail(f"the output is wrong on {case}: every example of the batch uses "
+                         f"the {which} of example 0 (example 0 is right, the others are "
+                         "not).", "keep the batch axis: torch.bmm(queries, "
+                                  "keys.transpose(1, 2)) pairs example b's queries with "
+                                  "example b's keys (keys[0] or a transpose that moves the "
+                                  "batch axis mixes them).")
         if valid_lens is not None and valid_lens.dim() == 2:
-            for reduced, how in ((valid_lens.amax(dim=1), "the largest"),
-                                 (valid_lens.amin(dim=1), "the smallest"),
-                                 (valid_lens[:, 0], "the first query's")):
-                if is_close(out, _attend(q, k, v, reduced), atol=atol, rtol=1e-3):
-                    fail(f"the output is wrong on {case}: each example uses {how} of its "
-                         "per-query lengths for every query.",
-                         "a 2-D valid_lens of shape (batch, num_queries) gives every query "
-                         "its own length: pass it to masked_softmax as it is (compare "
-                         "torch.arange(num_keys) with valid_lens[..., None]), without "
-                         "reducing it to one length per sequence.")
+            found = [how for reduce, how in _REDUCTIONS
+                     if is_close(out, _attend(q, k, v, reduce(valid_lens)), atol=atol,
+                                 rtol=1e-3)]
+            if len(found) > 1:  # these lengths cannot tell them apart: the probe can
+                probe = _lens_probe()
+                seen = call(fn, *[t.clone() for t in probe], name="scaled_dot_product_"
+                            "attention", case=_LENS_PROBE, hint_on_error=_sdpa_error_hint)
+                found = [how for reduce, how in _REDUCTIONS
+                         if isinstance(seen, torch.Tensor) and seen.is_floating_point()
+                         and is_close(seen, _attend(*probe[:3], reduce(probe[3])),
+                                      atol=1e-5, rtol=1e-3)] or found
+            if found:
+                fail(f"the output is wrong on {case}: each example uses {found[0]} for "
+                     "every query.",
+                     "a 2-D valid_lens of shape (batch, num_queries) gives every query "
+                     "its own length: pass it to masked_softmax as it is (compare "
+                     "torch.arange(num_keys) with valid_lens[..., None]), without "
+                     "reducing it to one length per sequence.")
         if v.shape[1] == v.shape[2] and is_close(out, _attend(q, k, v.transpose(1, 2),
                                                               valid_lens), atol=atol, rtol=1e-3):
             fail(f"the output is wrong on {case}: it is weights @ values.transpose(1, 2), "
@@ -618,6 +841,7 @@ def check_scaled_dot_product_attention(fn):
                     "(valid_len 0) has an all-zero output. Mask the keys at positions >= "
                     "valid_len (the last axis of the scores), each query with its own length.")
         expect_close(out, ref, what="the output", case=case, atol=atol, rtol=1e-3, hint=hint)
+    _sdpa_changed_in_place(fn)
     g = torch.Generator().manual_seed(41)
     for lens in (torch.tensor([3, 0]), torch.tensor([[1, 3, 0], [0, 2, 4]])):
         q, k, v = (torch.randn(2, 3, 8, generator=g), torch.randn(2, 5, 8, generator=g),
