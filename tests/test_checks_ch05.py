@@ -251,3 +251,14 @@ def test_check_transpose_output_round5_messages(name):
     rejects(checks.check_transpose_output,
             redteam_entry("round5_ch05_transpose_output", name), R5_OUTPUT[name],
             "no mean, sum")
+
+
+def test_an_index_cached_under_the_shape_only_is_named():
+    """Round 7 (W07, W09): a gather index cached under X.shape, without num_heads, is
+    caught by calls on one X shape with num_heads 2, 3, 4 and 6, and named."""
+    rejects(checks.check_transpose_qkv,
+            redteam_entry("round7_ch05_transpose_qkv", "W_07_gather_cache_without_heads"),
+            "cached under X.shape without num_heads")
+    rejects(checks.check_transpose_output,
+            redteam_entry("round7_ch05_transpose_output", "W_09_index_cache_without_heads"),
+            "cached under X.shape without num_heads")

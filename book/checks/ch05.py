@@ -77,6 +77,23 @@ _STRIDED_HINT = ("use only reshape and permute (or transpose), which follow any 
                  "real inputs are often views, e.g. the output of another permute.")
 
 
+def _same_shape_cases(shape, output=False):
+    """(sizes, how) for calls on one X shape with num_heads 2, 3, 4 and 6 in turn: what is
+    computed once per X shape (a cached index) must also depend on num_heads."""
+    first = None
+    for h in (2, 3, 4, 6):
+        if output:  # X is (batch * h, n, p)
+            sizes = (shape[0] // h, shape[1], shape[2] * h, h)
+        else:  # X is (batch, n, num_hiddens)
+            sizes = (*shape, h)
+        how = "" if first is None else (
+            f" (the same X shape as the call with num_heads={first} before it: a result that "
+            "fits that call reuses something computed for it, e.g. an index cached under "
+            "X.shape without num_heads)")
+        first = first or h
+        yield sizes, how
+
+
 def _inputs(make, float64=False):
     """(sizes, X, how) for every case: contiguous float32 first, then the same values not
     contiguous; with float64=True, two cases in float64 instead.
@@ -180,6 +197,8 @@ def check_transpose_qkv(fn):
 
     for sizes, X, how in _inputs(coordinates):
         one(sizes, X, how)
+    for sizes, how in _same_shape_cases((2, 4, 12)):  # one X shape, num_heads 2, 3, 4, 6
+        one(sizes, coordinates(*sizes), how)
     g = torch.Generator().manual_seed(5)
     X = torch.randn(2, 4, 6, generator=g)
     expect_gradients(lambda x: fn(x, 3), lambda x: _split_heads(x, 3), [("X", X)],
@@ -233,6 +252,8 @@ def check_transpose_output(fn):
 
     for sizes, heads, how in _inputs(heads_of):
         one(sizes, heads, how)
+    for sizes, how in _same_shape_cases((12, 4, 3), output=True):  # X (12, 4, 3), h 2..6
+        one(sizes, heads_of(*sizes), how)
     g = torch.Generator().manual_seed(6)
     X = torch.randn(6, 4, 2, generator=g)
     expect_gradients(lambda x: fn(x, 3), lambda x: _merge_heads(x, 3), [("X", X)],
