@@ -476,3 +476,42 @@ def test_apply_rope_round6_cache_by_first_position_and_x_itself():
     # An output buffer kept between calls (call() compares the earlier results).
     rejects(checks.check_apply_rope, r6.W_16_reused_output_buffer,
             "changed what it returned earlier")
+
+
+# -- Round 7 red team (tests/checker_redteam/round7_ch10_*.py) -----------------------------
+
+def test_apply_rope_round7_caches_keyed_on_part_of_the_positions():
+    from checker_redteam import round7_ch10_rope as r7
+    # (positions[0], positions[-1], n, d) and (n, d, sum, min, max): [0, 3, 6, 9], then
+    # [0, 4, 5, 9], which shares all of them.
+    for fn in (r7.W_04_cos_cache_keyed_on_first_and_last_position,
+               r7.W_18_cos_cache_keyed_on_fingerprint):
+        rejects(checks.check_apply_rope, fn, "at positions [0, 4, 5, 9]",
+                "an earlier call with x of the same shape")
+    # id(positions): a decoding loop that frees each step's positions tensor.
+    rejects(checks.check_apply_rope, r7.W_17_cos_cache_keyed_on_id_of_positions,
+            "decoding loop", "id(positions)")
+    # theta cached per d in the dtype of the first (float16) call.
+    rejects(checks.check_apply_rope, r7.W_03_theta_cache_keyed_on_d_only,
+            "float16 x of shape (1, 2, 4, 20) at positions 3001..3004")
+
+
+def test_apply_rope_round7_half_precision():
+    from checker_redteam import round7_ch10_rope as r7
+    rejects(checks.check_apply_rope, r7.W_02_positions_cast_to_x_dtype,
+            "positions 3001..3004", "a position above 2048 to the nearest even number")
+    rejects(checks.check_apply_rope, r7.W_15_bfloat16_angles_for_low_precision,
+            "not as exact as float16 allows", "not in bfloat16")
+    rejects(checks.check_apply_rope, r7.W_16_float32_output_for_bfloat16,
+            "bfloat16 x of shape", "expected torch.bfloat16")
+    rejects(checks.check_apply_rope, r7.W_21_odd_d_message_says_nothing,
+            "bad input shape", "names none of odd, even, pair, partner")
+
+
+def test_alibi_round7_cache_by_n_and_rounded_values():
+    from checker_redteam import round7_ch10_alibi as r7
+    rejects(checks.check_alibi_bias, r7.W_08_cache_keyed_on_n_only,
+            "num_heads=5, n=10", "the bias depends on num_heads too")
+    text = rejects(checks.check_alibi_bias, r7.W_16_rounded_to_3_decimals,
+                   "rounded to 3 decimals")
+    assert "at long distances" not in text

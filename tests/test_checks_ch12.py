@@ -365,7 +365,7 @@ WRONG_UNPATCHIFY = {
     "height and width swapped (right on squares)": (u_hw_swapped, r"wrong layout on patches of shape \(3, 15, 12\)"),
     "one channel only": (u_one_channel, r"has shape \(3, 1, 6, 10\)"),
     "patches read column by column": (u_column_major, "column by column"),
-    "detached (no gradient)": (u_detached, "does not depend on the images for autograd"),
+    "detached (no gradient)": (u_detached, "does not depend on the patches for autograd"),
     "patch size fixed at 2": (u_fixed_patch_size, "patch_size=4"),
     "batch 1 only": (u_batch_one, r"index \(1, 0, 0, 0\)"),
     "no size checks": (u_no_checks, "raised RuntimeError"),
@@ -509,3 +509,15 @@ def test_round6_output_buffers_kept_between_calls_are_rejected():
     for fn in (ru.W_14_returns_view_modifies_later, ru.W_17_plain_output_buffer):
         rejects(checks.check_unpatchify, fn, "changed what it returned earlier",
                 "(the first shape again)")
+
+
+# -- Round 7 red team (tests/checker_redteam/round7_ch12_*.py) -----------------------------
+
+def test_round7_unpatchify_height_not_a_multiple_while_the_product_fits():
+    from checker_redteam.round7_ch12_unpatchify import (
+        W_07_no_divisibility_check_product_only, W_06_loop_under_no_grad)
+    rejects(checks.check_unpatchify, W_07_no_divisibility_check_product_only,
+            "patches of shape (2, 3, 16) with patch_size=4, image_size=(6, 8)",
+            "a height, 6, that is not a multiple of patch_size=4")
+    rejects(checks.check_unpatchify, W_06_loop_under_no_grad,
+            "does not depend on the patches for autograd")

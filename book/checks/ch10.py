@@ -1,5 +1,6 @@
 """Checkers for chapter 10's exercises: RoPE written with cos and sin (`apply_rope`), and
 ALiBi's bias (`alibi_bias`)."""
+import gc
 import math
 
 import torch
@@ -81,6 +82,35 @@ def _rope_cases():
          randn(2, 7, 3, 8).transpose(1, 2), torch.arange(7), 1e-3),
         ("x of shape (1, 2, 4, 128) (head size 128, as in Llama) at positions "
          "[0, 7, 300, 511]", randn(1, 2, 4, 128), torch.tensor([0, 7, 300, 511]), 1e-3),
+        # float16 at positions above 2048, where float16 stores only even integers: the
+        # angles must be computed from the int64 positions in float32 or float64. The
+        # first call with head size 20, before a float32 call with it: nothing computed
+        # for a head size (theta) may keep the dtype of its first call.
+        ("float16 x of shape (1, 2, 4, 20) at positions 3001..3004 (above 2048, where "
+         "float16 holds only even integers)", randn(1, 2, 4, 20, dtype=torch.float16),
+         torch.arange(3001, 3005), 1e-2),
+        ("x of shape (1, 2, 4, 20) at positions 100000..100003 (float32, after a float16 "
+         "call with the same head size)", randn(1, 2, 4, 20),
+         torch.arange(100000, 100004), 2e-2),
+        ("float16 x of shape (1, 2, 4, 16) at positions [70000, 65504, 65519, 99999] "
+         "(above 65504, the largest float16)", randn(1, 2, 4, 16, dtype=torch.float16),
+         torch.tensor([70000, 65504, 65519, 99999]), 1e-2),
+        ("bfloat16 x of shape (2, 3, 6, 16) at positions [0, 3, 10, 200, 1000, 4097]",
+         randn(2, 3, 6, 16, dtype=torch.bfloat16),
+         torch.tensor([0, 3, 10, 200, 1000, 4097]), 3e-2),
+        # One shape at positions that share the first, the last, the sum, the minimum and
+        # the maximum (and a permutation of them): cos and sin cached by a summary of the
+        # positions would be stale.
+        ("x of shape (2, 4, 8) at positions [0, 3, 6, 9]", randn(2, 4, 8),
+         torch.tensor([0, 3, 6, 9]), 1e-3),
+        ("x of shape (2, 4, 8) again, at positions [0, 4, 5, 9] (the same first, last, "
+         "sum, minimum and maximum as [0, 3, 6, 9])", randn(2, 4, 8),
+         torch.tensor([0, 4, 5, 9]), 1e-3),
+        ("x of shape (2, 4, 8) once more, at positions [0, 6, 3, 9] (a permutation of "
+         "[0, 3, 6, 9])", randn(2, 4, 8), torch.tensor([0, 6, 3, 9]), 1e-3),
+        ("x of shape (3, 6, 12) at positions [40, 12, 7, 5, 3, 0] (the positions of an "
+         "earlier case, in another order)", randn(3, 6, 12),
+         torch.tensor([40, 12, 7, 5, 3, 0]), 1e-3),
     ]
 
 
@@ -129,8 +159,11 @@ def _diagnose_rope(out, x, positions, case, earlier=()):
         close = torch.allclose(out.double(), _rope(x, positions), atol=0.3, rtol=0.1)
         if close or (out.double() - _rope(x, positions)).abs().max() < 3:
             return ("in float16, an angle of 2000 radians is stored to the nearest 1 (its "
-                    "spacing): compute positions * theta in float32 or float64, take cos and "
-                    "sin there, and only then cast them to x.dtype.")
+                    "spacing), a position above 2048 to the nearest even number, and one "
+                    "above 65504 is inf; a theta_j rounded to float16 is off by up to 1 part "
+                    "in 2048. Compute theta and positions * theta from the int64 positions "
+                    "in float32 or float64 (at every call), take cos and sin there, and only "
+                    "then cast them to x.dtype.")
     diff = (out.double() - _rope(x, positions)).abs()
     pair_error = diff.reshape(-1, x.shape[-1]).amax(dim=0)              # (hs,)
     wrong_pairs = [j for j in range(x.shape[-1] // 2)
@@ -167,9 +200,14 @@ def _call_rope(fn, x, positions, case):
     return out
 
 
-def _check_rope_values(fn):
+def _check_rope_values(fn, bfloat16=False):
+    """The cases in float16, float32 and float64 (or, with `bfloat16`, the bfloat16 one,
+    run after the gradient check: NumPy has no bfloat16, and a NumPy round trip is better
+    told that it loses the gradient)."""
     seen = {}                                   # (n, d) -> positions of earlier calls
     for case, x, positions, tol in _rope_cases():
+        if (x.dtype == torch.bfloat16) != bfloat16:
+            continue
         earlier = seen.setdefault(tuple(x.shape[-2:]), [])
         out = _call_rope(fn, x, positions, case)
         norms_in = x.double().norm(dim=-1)
@@ -191,7 +229,54 @@ def _check_rope_values(fn):
                  f"{expected[where].item():.4g}, got {out.double()[where].item():.4g} "
                  f"(largest difference {diff.max().item():.3g}).",
                  _diagnose_rope(out, x, positions, case, earlier))
+        _expect_half_precision(out, x, positions, case)
         earlier.append(positions)
+    if bfloat16:
+        return
+    # A decoding loop: a fresh positions tensor at every step, freed after the call (so
+    # Python may give the next one the same id()).
+    g = torch.Generator().manual_seed(13)
+    x = torch.randn(2, 4, 8, generator=g)
+    earlier = []
+    for step in range(6):
+        positions = torch.arange(500 + 4 * step, 504 + 4 * step)
+        case = (f"x of shape (2, 4, 8) at positions {500 + 4 * step}..{503 + 4 * step} "
+                f"(step {step + 1} of a decoding loop that makes a new positions tensor at "
+                "every step and drops the previous one)")
+        out = _call_rope(fn, x, positions, case)
+        expected = _rope(x, positions)
+        if not torch.allclose(out.double(), expected, atol=1e-3, rtol=1e-3):
+            diff = (out.double() - expected).abs()
+            fail(f"apply_rope is wrong on {case}: largest difference "
+                 f"{diff.max().item():.3g}.",
+                 _diagnose_rope(out, x, positions, case, earlier) + " (A cache keyed by "
+                 "id(positions) or data_ptr() serves stale angles: Python reuses the id of "
+                 "a freed tensor.)")
+        earlier.append(positions.clone())
+        del positions, out
+        gc.collect(1)  # free this step's positions now (the checker's helpers keep cycles)
+
+
+def _expect_half_precision(out, x, positions, case):
+    """float16 output within a few float16 rounding steps of the exact rotation: each
+    entry within 5 * 2^-11 of |x0| + |x1| of its pair (a right solution, with float32
+    angles and cos, sin and the products in float16, stays within about 3 * 2^-11 at
+    positions below 4096)."""
+    if x.dtype != torch.float16 or int(positions.abs().max()) >= 4096:
+        return
+    x64 = x.double()
+    size = (x64[..., 0::2].abs() + x64[..., 1::2].abs()).repeat_interleave(2, dim=-1)
+    diff = (out.double() - _rope(x, positions)).abs()
+    excess = diff - (5 * 2.0 ** -11 * size + 1e-5)
+    if excess.max() > 0:
+        where = tuple(int(i) for i in torch.nonzero(excess == excess.max())[0])
+        fail(f"apply_rope is not as exact as float16 allows on {case}: at index {where} "
+             f"the error is {diff[where].item():.3g}, {diff[where].item() / size[where].item():.2g} "
+             "of |x[2m]| + |x[2m+1]| of its pair, while a rotation computed in float16 (or "
+             "in float32 and rounded to float16) stays within about 3 float16 rounding "
+             "steps, 3 * 2^-11 = 0.0015 of it.",
+             "compute the products in float16 (x's dtype), float32 or float64, not in "
+             "bfloat16, whose 8 significant bits are 8 times coarser than float16's 11.")
 
 
 def _check_rope_relative(fn):
@@ -237,10 +322,12 @@ def _check_rope_odd(fn):
     except ValueError as error:
         if not str(error).strip():
             fail(f"apply_rope raised ValueError without a message on {case}.", hint)
-        words = ("even", "odd", "pair", "7", "divisible", "multiple of 2", "two")
+        words = ("even", "odd", "pair", "partner", "divisible by 2", "divisible by two",
+                 "multiple of 2", "multiple of two", "% 2")
         if not any(w in str(error).lower() for w in words):
             fail(f"apply_rope raised ValueError({str(error)!r}) on {case}: the message does "
-                 "not say what is wrong (the feature size, 7, is odd).", hint)
+                 "not say what is wrong: that the feature size, 7, is odd, so a feature "
+                 "has no partner (it names none of odd, even, pair, partner).", hint)
         return
     except CheckFailed:
         raise
@@ -260,6 +347,7 @@ def check_apply_rope(fn):
     _check_rope_values(fn)
     _check_rope_relative(fn)
     _check_rope_gradient(fn)
+    _check_rope_values(fn, bfloat16=True)
     _check_rope_odd(fn)
 
 
@@ -282,7 +370,8 @@ def _slopes_integer_division(num_heads):
 
 
 _ALIBI_CASES = [(8, 10), (4, 6), (1, 5), (2, 3), (6, 12), (12, 7), (3, 50), (5, 9),
-                (16, 300), (7, 2), (4, 1), (8, 40)]  # (8, 40): 8 heads again, a longer n
+                (16, 300), (7, 2), (4, 1), (8, 40),  # (8, 40): 8 heads again, a longer n
+                (5, 10), (6, 12)]  # n = 10 again with 5 heads, then (6, 12) once more
 
 
 def _describe_slopes(slopes):
@@ -355,6 +444,11 @@ def _check_alibi_case(fn, h, n, earlier=()):
                  "+inf: a mask that is added to the scores (scores + bias + mask, or a "
                  "float attn_mask) gives (+inf) + (-inf) = NaN there, and one NaN score "
                  "makes its whole softmax row NaN.")
+    if isinstance(bias, torch.Tensor) and bias.dim() == 3 and bias.shape[0] != h and \
+            (bias.shape[0], n) in earlier:
+        hint = (f"this is the shape of an earlier call's output (num_heads="
+                f"{bias.shape[0]}, n={n}): the bias depends on num_heads too. Compute it at "
+                "every call (a cache must be keyed by (num_heads, n)).")
     expect_tensor(bias, (h, n, n), what="alibi_bias's output", case=case, hint=hint)
     if bias.dtype != torch.float32:
         fail(f"alibi_bias's output has dtype {bias.dtype} on {case}; expected torch.float32, "
@@ -406,9 +500,15 @@ def _check_alibi_case(fn, h, n, earlier=()):
     ok = close(values, expected) | ~lower
     head, q, k = (int(v) for v in torch.nonzero(~ok)[0])
     hint = ("the bias is linear in the distance i - j: -m (i - j) for every key j <= i.")
-    if (values - expected)[:, lower].abs().max() < 0.5:
-        hint = ("the values are close but not exact at long distances: compute in float32 "
-                "(or float64), not float16 or bfloat16.")
+    rounded = [k for k in range(1, 5)
+               if (torch.isclose(values, expected.round(decimals=k), rtol=1e-6, atol=1e-6)
+                   | ~lower).all()]
+    if rounded:
+        hint = (f"the values are rounded to {rounded[0]} decimals: return them as "
+                "computed, -m (i - j) in float32, without rounding.")
+    elif (values - expected)[:, lower].abs().max() < 0.5:
+        hint = ("the values are close but not exact: compute in float32 (or float64), not "
+                "float16 or bfloat16, and do not round.")
     fail(f"alibi_bias is wrong on {case}: head {head}, query {q}, key {k} (distance "
          f"{q - k}) expected {expected[head, q, k].item():.5g}, got "
          f"{values[head, q, k].item():.5g}.", hint)

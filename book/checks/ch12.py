@@ -185,10 +185,11 @@ def _expect_rejection(fn, args, name, case, must_name, what_is_wrong, side, patc
          f"message that names the size that is wrong ({must_name} here) and the patch size.")
 
 
-def _expect_gradient(images, out, upstream, expected_grad, name, case):
-    """The gradient of sum(out * upstream) must reach `images` and be the reference's."""
+def _expect_gradient(images, out, upstream, expected_grad, name, case, inputs="images"):
+    """The gradient of sum(out * upstream) must reach `images` (the `inputs`) and be the
+    reference's."""
     if not out.requires_grad:
-        fail(f"{name}'s output on {case} does not depend on the images for autograd: no "
+        fail(f"{name}'s output on {case} does not depend on the {inputs} for autograd: no "
              "gradient would reach the layers before it in a model.",
              "stay in torch: no .detach(), .data, .numpy() or torch.tensor(...) of the input; "
              "reshape, permute and indexing keep the gradient.")
@@ -328,7 +329,8 @@ def check_unpatchify(fn):
     expect_tensor(out, (3, 2, 6, 4), torch.float64,
                   what="unpatchify(patches, patch_size, image_size)", case=case)
     upstream = torch.randn(3, 2, 6, 4, generator=g, dtype=torch.float64)
-    _expect_gradient(patches, out, upstream, _patchify(upstream, 2), "unpatchify", case)
+    _expect_gradient(patches, out, upstream, _patchify(upstream, 2), "unpatchify", case,
+                     inputs="patches")
     rejections = [
         (torch.zeros(2, 2, 16), 4, (9, 8), "9", "height",
          "image_size (9, 8) has a height, 9, that is not a multiple of patch_size=4"),
@@ -337,6 +339,11 @@ def check_unpatchify(fn):
          "image_size (9, 8) has a height, 9, that is not a multiple of patch_size=4"),
         (torch.zeros(2, 4, 16), 4, (8, 10), "10", "width",
          "image_size (8, 10) has a width, 10, that is not a multiple of patch_size=4"),
+        # 3 patches of 4 x 4 hold 48 = 6 * 8 pixels: a check of N p p == H W alone passes,
+        # but 6 is not a multiple of 4.
+        (torch.zeros(2, 3, 16), 4, (6, 8), "6", "height",
+         "image_size (6, 8) has a height, 6, that is not a multiple of patch_size=4 (3 "
+         "patches of 4 x 4 hold 48 = 6 x 8 numbers, yet they cannot tile a 6 x 8 image)"),
         (torch.zeros(2, 6, 4), 2, (8, 8), "6", "patches",
          "an 8 x 8 image has 16 patches of 2 x 2, but 6 were given"),
         # One patch too many, as a ViT's [class] token adds: dropping the first "patch"
