@@ -312,4 +312,79 @@ def test_the_checker_leaves_no_stale_weights_on_its_decoders():
     accepts(checks.check_bahdanau_step, spy)
     assert seen and all("attention_weights" not in d.__dict__
                         and "attention_weights" not in d.attention.__dict__ for d in seen)
-    assert ch04.CASES[-1][-1] == {"dtype": torch.float16}
+    assert any(case[-1] == {"dtype": torch.float16} for case in ch04.CASES)
+
+
+# -- Round 7 red team (tests/checker_redteam/round7_ch04_bahdanau.py): scores of very
+# different sizes, one encoder step, a decoder built with dropout, and the messages ---------
+
+UNDERFLOW = ("the weights of sequence 1 (valid length 2) are all 0", "scores of very different "
+             "sizes", "expected [1.0, 0.0, 0.0, 0.0, 0.0]", "underflows to 0",
+             "maximum over its valid scores only")
+ROUND7_MESSAGES = {
+    # exp(s - s.max()) over the whole batch
+    "W_05_global_max": UNDERFLOW + ("the batch's largest score",),
+    # the row's maximum taken over the padding too
+    "W_06_max_includes_padding": UNDERFLOW + ("its padding scores (up to",),
+    # padding scores set to 0, softmax, renormalised
+    "W_07_zero_fill_renormalise": UNDERFLOW + ("0 (what padding scores set to 0",),
+    # a -1e4 fill is above valid scores of -16000
+    "W_03_fill_minus_1e4": ("weights on padding positions are not 0",
+                            "sequence 1's valid scores are all at most",
+                            "a finite fill such as -1e4 lies above them",
+                            "torch.finfo(scores.dtype).min"),
+    # .squeeze() on (batch, 1, 1) scores
+    "W_20_squeeze_all": ("1 encoder step", "must sum to 1", ".squeeze(-1)"),
+    # F.dropout(w, p): training=True in eval mode
+    "W_21_functional_dropout_on_weights": ("built with dropout 0.2",
+                                           "two calls on the same inputs give different",
+                                           "F.dropout's default"),
+    # arange(t) < enc_valid_lens without [:, None]
+    "W_22_mask_broadcast_without_axis": ("raised RuntimeError",
+                                         "builds the mask from the valid lengths",
+                                         "enc_valid_lens[:, None]"),
+}
+
+
+@pytest.mark.parametrize("name", ROUND7_MESSAGES)
+def test_check_bahdanau_step_names_the_round7_faults(name):
+    text = rejects(checks.check_bahdanau_step, redteam_entry("round7_ch04_bahdanau", name),
+                   *ROUND7_MESSAGES[name])
+    if name != "W_20_squeeze_all":
+        assert "squeeze" not in text
+    if name == "W_22_mask_broadcast_without_axis":
+        assert "give the query a step axis" not in text
+
+
+def test_the_query_broadcast_keeps_its_own_hint():
+    text = rejects(checks.check_bahdanau_step,
+                   redteam_entry("round4_ch04_bahdanau", "W_23_query_broadcast_plain"),
+                   "give the query a step axis")
+    assert "valid lengths:" not in text
+
+
+def test_a_short_mask_is_not_called_an_underflow():
+    # a valid length of 1 made 0 leaves an all-zero row where the scores are small: that is
+    # the mask, not exp() underflowing
+    text = rejects(checks.check_bahdanau_step,
+                   redteam_entry("round7_ch04_bahdanau", "W_13_lens_off_by_one"),
+                   "the weights are 0 at a valid position")
+    assert "underflow" not in text
+
+
+def test_the_large_score_case_has_the_scores_it_names():
+    from book.checks import ch04
+
+    index, (case, layers, batch, steps, lens, attention, options) = next(
+        (i, c) for i, c in enumerate(ch04.CASES) if c[-1] == {"far_apart": True})
+    decoder, token, state, enc_outputs, valid_lens = ch04._decoder_and_inputs(
+        layers, batch, steps, lens, index, attention, far_apart=True)
+    scores = ch04._scores(decoder, state, enc_outputs)
+    with torch.no_grad():
+        weights = ch04._reference(decoder, token, state, enc_outputs, valid_lens)[2]
+    # sequence 1: valid scores far below 0 and below its padding; sequence 0 far above
+    assert scores[1, :2].max() < -16000 and scores[1, 2:].min() > 9000
+    assert scores[0].min() > 7000 and scores[2, :4].abs().max() < 5
+    # the gaps are far above rounding: one-hot rows 0 and 1, spread row 2
+    assert torch.equal(weights[1], torch.tensor([1.0, 0, 0, 0, 0]))
+    assert weights[0].max() == 1 and weights[2, :4].min() > 0.1

@@ -4,8 +4,8 @@ import copy
 import torch
 
 from ..seq2seq import Seq2SeqAttentionDecoder
-from ._core import call, checker, expect_close, expect_gradients, expect_tensor, fail, \
-    is_close
+from ._core import _learner_line, call, checker, expect_close, expect_gradients, \
+    expect_tensor, fail, is_close
 
 
 class _NoShortcut(torch.nn.Module):
@@ -33,10 +33,24 @@ NAN_HINT = ("a sequence of valid length 0 masks every score of its row: a softma
             "book.attention.masked_softmax does.")
 
 EXP_HINT = ("NaN weights come from exp() overflowing (above a score of 88 in float32, 11 in "
-            "float16: inf / inf) or from 0 / 0 in a row with no valid position (a clamp such as "
-            "1e-12 is 0 in float16). Take torch.softmax of the masked scores (it subtracts each "
-            "row's maximum first) and multiply by the mask, as "
+            "float16: inf / inf) or from 0 / 0: in a row with no valid position (a clamp such "
+            "as 1e-12 is 0 in float16), or in a row whose every exp() underflowed to 0 because "
+            "the number subtracted (the batch's maximum, a padding score, 0 for the padding) "
+            "lies far above its valid scores. Take torch.softmax of the masked scores (it "
+            "subtracts each row's maximum first) and multiply by the mask, as "
             "book.attention.masked_softmax does.")
+
+UNDERFLOW_HINT = ("subtract each row's maximum over its valid scores only: fill the padding "
+                  "scores with torch.finfo(scores.dtype).min first, then take torch.softmax "
+                  "over the last axis (it subtracts the row's maximum), then multiply by the "
+                  "mask, as book.attention.masked_softmax does. The maximum of the whole batch, "
+                  "a row's maximum taken before masking, and padding scores set to 0 can each "
+                  "lie far above a row's valid scores.")
+
+SQUEEZE_HINT = ("with one encoder step the scores w_v(...) have shape (batch, 1, 1): .squeeze() "
+                "removes the step axis too (and the batch axis for a batch of 1), and the mask "
+                "then broadcasts the scores to (batch, batch). Squeeze only the last axis, "
+                ".squeeze(-1).")
 
 STALE_HINT = ("a module's stored attention_weights are what its last forward pass computed, "
               "for plotting afterwards; this step does not call the module, so they belong to "
@@ -46,13 +60,14 @@ TOLERANCE = {torch.float16: (1e-2, 1e-2)}  # (atol, rtol) against a float64 refe
 
 
 def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed, attention=10,
-                        dtype=torch.float32, w_v_scale=1, crowd=0):
+                        dtype=torch.float32, w_v_scale=1, crowd=0, dropout=0.0,
+                        far_apart=False):
     g = torch.Generator().manual_seed(seed)
     vocab, embed, hiddens = 13, 8, 12  # attention size 10 != hiddens on purpose
     with torch.random.fork_rng():  # seeded weights, without touching the learner's RNG
         torch.manual_seed(seed)
         decoder = Seq2SeqAttentionDecoder(vocab, embed, hiddens, num_layers=num_layers,
-                                          attention_size=attention).eval()
+                                          dropout=dropout, attention_size=attention).eval()
     with torch.no_grad():
         decoder.attention.w_v.weight.mul_(w_v_scale)  # large scores when scaled up
     token = torch.randint(4, vocab, (batch,), generator=g)             # (batch,)
@@ -64,15 +79,63 @@ def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed, attentio
             scores = att.w_v(torch.tanh(att.W_q(hidden_state[-1, 0]) + att.W_k(enc_outputs[0])))
         enc_outputs[0] = enc_outputs[0, scores.argmax()] + crowd * torch.randn(
             enc_steps, hiddens, generator=g)
+    if far_apart:
+        enc_outputs = _far_apart(decoder, enc_outputs, g)
     return (decoder.to(dtype), token, hidden_state.to(dtype), enc_outputs.to(dtype),
             torch.tensor(valid_lens))
 
 
-def _largest_score(decoder, hidden_state, enc_outputs):
+# Encoder states (times ones) that give, with W_q = 0, W_k = [I 0] and w_v = 2500: sequence
+# 0 scores 7000 to 23000 (one far ahead), sequence 1 (valid length 2) valid scores -17000 and
+# -20000 and padding scores 9000 to 22000, sequence 2 (valid length 4) valid scores within a
+# few units of 0 (weights spread) and a padding score of 19000.
+FAR_APART = [[0.9, 0.3, 1.5, 0.6, 1.2], [-0.8, -1.1, 0.7, 1.3, 0.4]]
+
+
+def _far_apart(decoder, enc_outputs, g):
+    """Scores of very different sizes, padding scores far above the valid ones: every score
+    is 2500 * sum(tanh(h_t[:10])), so each gap is a chosen one (hundreds at least, or a few
+    units where the weights spread), far above rounding."""
+    att = decoder.attention
+    a, hiddens = att.W_k.weight.shape
+    with torch.no_grad():
+        att.W_q.weight.zero_()
+        att.W_k.weight.copy_(torch.eye(a, hiddens))
+        att.w_v.weight.fill_(2500.0)
+    batch, steps, _ = enc_outputs.shape
+    levels = torch.tensor(FAR_APART)[:, :, None]
+    out = torch.empty(batch, steps, hiddens)
+    out[:2] = levels * (1 + 0.02 * torch.randn(2, steps, hiddens, generator=g))
+    out[2] = 1e-4 * torch.randn(steps, hiddens, generator=g)
+    out[2, 4:] = 1.0
+    return out
+
+
+def _scores(decoder, hidden_state, enc_outputs):
     att = decoder.attention
     with torch.no_grad():
         features = att.W_q(hidden_state[-1])[:, None] + att.W_k(enc_outputs)
-        return att.w_v(torch.tanh(features)).max().item()
+        return att.w_v(torch.tanh(features)).squeeze(-1)  # (batch, enc_steps)
+
+
+def _largest_score(decoder, hidden_state, enc_outputs):
+    return _scores(decoder, hidden_state, enc_outputs).max().item()
+
+
+def _number(x):
+    return f"{x:.0f}" if abs(x) >= 100 else f"{x:.2g}"
+
+
+def _score_ranges(scores, valid_lens):
+    """'sequence 0: valid 7279 to 22631; sequence 1: valid ..., padding ...' for a case name."""
+    parts = []
+    for i, (row, n) in enumerate(zip(scores.tolist(), valid_lens.tolist())):
+        part = f"sequence {i}: valid {_number(min(row[:n]))} to {_number(max(row[:n]))}"
+        if n < len(row):
+            low, high = _number(min(row[n:])), _number(max(row[n:]))
+            part += f", padding {low}" + (f" to {high}" if high != low else "")
+        parts.append(part)
+    return "; ".join(parts)
 
 
 def _reference(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
@@ -159,10 +222,19 @@ def _gru_hint(error):
                 "65504): fill the masked scores with torch.finfo(scores.dtype).min, which fits "
                 "every dtype (book.attention.masked_softmax does).")
     if "must match the size of tensor b" in text:
-        return ("if this line adds W_q(query) and W_k(enc_outputs): W_q(query) has shape "
-                "(batch, attention_size) and W_k(enc_outputs) (batch, enc_steps, "
-                "attention_size), so give the query a step axis, W_q(query)[:, None] (or "
-                ".unsqueeze(1)), before adding them.")
+        query = ("W_q(query) has shape (batch, attention_size) and W_k(enc_outputs) (batch, "
+                 "enc_steps, attention_size), so give the query a step axis, "
+                 "W_q(query)[:, None] (or .unsqueeze(1)), before adding them.")
+        mask = ("the positions torch.arange(enc_steps) and the lengths enc_valid_lens, "
+                "(batch,), broadcast to (batch, enc_steps) only with a step axis on the "
+                "lengths: torch.arange(enc_steps)[None, :] < enc_valid_lens[:, None].")
+        line = _learner_line(error).partition(": ")[2]
+        if any(word in line for word in ("W_q", "W_k", "query", "tanh")):
+            return "if this line adds W_q(query) and W_k(enc_outputs): " + query
+        if any(word in line for word in ("valid", "len", "arange", "mask", "keep", "<", ">")):
+            return "if this line builds the mask from the valid lengths: " + mask
+        return ("if this line compares positions with enc_valid_lens: " + mask + " If it "
+                "adds W_q(query) and W_k(enc_outputs): " + query)
     if "Expected hidden size" in text or "hidden" in text and "size" in text:
         return ("pass the whole state hidden_state, shape (num_layers, batch, num_hiddens), to "
                 "decoder.rnn; only the query is the top layer hidden_state[-1].")
@@ -174,7 +246,9 @@ def _gru_hint(error):
 
 
 CASES = [("1 layer, batch 3, 5 encoder steps, valid lengths [5, 3, 1]", 1, 3, 5, [5, 3, 1]),
-         ("2 layers, batch 2, 6 encoder steps, valid lengths [4, 6]", 2, 2, 6, [4, 6]),
+         ("2 layers, batch 2, 6 encoder steps, valid lengths [4, 6], the decoder built with "
+          "dropout 0.2 (in eval mode, where dropout does nothing)", 2, 2, 6, [4, 6], 10,
+          {"dropout": 0.2}),
          ("2 layers, batch 4, 7 encoder steps, valid lengths [2, 7, 5, 3]", 2, 4, 7,
           [2, 7, 5, 3]),
          ("3 layers, batch 1, 55 encoder steps, valid length [52]", 3, 1, 55, [52]),
@@ -193,7 +267,61 @@ CASES = [("1 layer, batch 3, 5 encoder steps, valid lengths [5, 3, 1]", 1, 3, 5,
           "and its weights spread)", 2, 3, 6, [6, 0, 3], 10, {"w_v_scale": 400, "crowd": 0.01}),
          ("2 layers, batch 3, 6 encoder steps, valid lengths [6, 0, 3], in float16 "
           "(decoder.half(), float16 inputs; values within 0.01 of a float64 run)", 2, 3, 6,
-          [6, 0, 3], 10, {"dtype": torch.float16})]
+          [6, 0, 3], 10, {"dtype": torch.float16}),
+         ("1 layer, batch 3, 1 encoder step, valid lengths [1, 0, 1] (one encoder step: the "
+          "weights are [1], [0], [1])", 1, 3, 1, [1, 0, 1], 10),
+         ("1 layer, batch 3, 5 encoder steps, valid lengths [5, 2, 4], with scores of very "
+          "different sizes and padding scores far above the valid ones (W_q = 0, W_k = [I 0], "
+          "w_v all 2500; {ranges})", 1, 3, 5, [5, 2, 4], 10, {"far_apart": True})]
+
+
+def _padding_weights(weights, scores, valid_lens, case):
+    """Weights on padding: no mask, or a finite fill that is not below every valid score."""
+    __tracebackhide__ = True
+    padding = ~(torch.arange(weights.shape[-1])[None] < valid_lens[:, None])
+    on_padding = (weights.detach().abs() > 1e-6) & padding
+    if not on_padding.any():
+        return
+    i = int(on_padding.nonzero()[0, 0])
+    n = int(valid_lens[i])
+    hint = ("mask the scores at positions >= enc_valid_lens before the softmax "
+            "(book.attention.masked_softmax does it).")
+    if 0 < n and scores[i, :n].max() < -1000:
+        hint = (f"sequence {i}'s valid scores are all at most {_number(scores[i, :n].max())}: "
+                "a finite fill such as -1e4 lies above them, so the padding takes the weight. "
+                "Fill the masked scores with torch.finfo(scores.dtype).min, the most negative "
+                "number of the dtype, and multiply the weights by the mask, as "
+                "book.attention.masked_softmax does.")
+    fail(f"weights on padding positions are not 0 on {case}: the step attended to encoder "
+         f"states past each sequence's valid length (sequence {i}, valid length {n}, got "
+         f"{[round(w, 3) for w in weights[i].tolist()]}).", hint)
+
+
+def _underflowed(weights, ref_weights, scores, valid_lens, case):
+    """Name a row whose weights are all 0 because every exp() of its valid scores underflowed:
+    the number subtracted (the batch's maximum, a maximum over the padding too, the 0 of
+    padding scores set to 0) lay far above them."""
+    __tracebackhide__ = True
+    gap = 50  # exp(-50) is 2e-22: far below any weight the reference gives a valid position
+    dead = (valid_lens > 0) & (weights.detach().abs().amax(-1) < 1e-6)
+    for i in dead.nonzero()[:, 0].tolist():
+        n = int(valid_lens[i])
+        top = scores[i, :n].max().item()
+        above = []
+        if n < scores.shape[1] and scores[i, n:].max().item() > top + gap:
+            above.append(f"its padding scores (up to {_number(scores[i, n:].max().item())})")
+        if top < -gap:
+            above.append("0 (what padding scores set to 0 put above them)")
+        if scores.max().item() > top + gap:
+            above.append(f"the batch's largest score ({_number(scores.max().item())})")
+        if not above:
+            continue
+        fail(f"the weights of sequence {i} (valid length {n}) are all 0 on {case}; expected "
+             f"{[round(w, 3) for w in ref_weights[i].tolist()]}. Its valid scores "
+             f"({_number(scores[i, :n].min().item())} to {_number(top)}) lie far below "
+             + (", ".join(above[:-1]) + " and " if len(above) > 1 else "") + above[-1]
+             + ": exp() of them underflows to 0 once such a larger number is subtracted "
+             "from them.", UNDERFLOW_HINT)
 
 
 def _mask_too_short(weights, ref_weights, valid_lens, case):
@@ -239,8 +367,12 @@ def check_bahdanau_step(fn):
         atol, rtol = TOLERANCE.get(dtype, (1e-5, 1e-4))
         decoder, token, state, enc_outputs, valid_lens = _decoder_and_inputs(
             layers, batch, steps, lens, seed, attention, dtype, options.get("w_v_scale", 1),
-            options.get("crowd", 0))
-        case = case.format(largest=_largest_score(decoder, state, enc_outputs))
+            options.get("crowd", 0), options.get("dropout", 0.0),
+            options.get("far_apart", False))
+        scores = _scores(decoder, state, enc_outputs)
+        case = case.format(largest=scores.max().item(),
+                           ranges=_score_ranges(scores, valid_lens) if "{ranges}" in case
+                           else "")
         with torch.no_grad():
             if dtype == torch.float16:  # the reference in float64, from the same numbers
                 ref_logits, ref_state, ref_weights = _reference(
@@ -282,16 +414,15 @@ def check_bahdanau_step(fn):
                  "a finite fill such as -1e6 leaves such a row a uniform softmax over the "
                  "padding: multiply the weights by the mask afterwards (or use "
                  "book.attention.masked_softmax, which does).")
-        if weights[~(torch.arange(steps)[None] < valid_lens[:, None])].abs().max() > 1e-6:
-            fail(f"weights on padding positions are not 0 on {case}: the step attended to "
-                 "encoder states past each sequence's valid length.",
-                 "mask the scores at positions >= enc_valid_lens before the softmax "
-                 "(book.attention.masked_softmax does it).")
+        _padding_weights(weights, scores, valid_lens, case)
+        _underflowed(weights, ref_weights, scores, valid_lens, case)
         _mask_too_short(weights, ref_weights, valid_lens, case)
         sums = weights.detach().double().sum(dim=-1)
         sum_atol = max(atol, 1e-5)
         if not torch.allclose(sums, (~empty).double(), atol=sum_atol):
             hint = "take the softmax over the last axis (the encoder steps)."
+            if steps == 1:
+                hint = SQUEEZE_HINT
             by_batch = weights.detach().double().sum(dim=0)
             if batch > 1 and torch.allclose(by_batch, torch.ones_like(by_batch),
                                             atol=sum_atol):
