@@ -1,7 +1,10 @@
 """Round 4 red team (writer R4-C, issue 12), ch09_attention_step: wrong (W_), right (C_), odd but right
 (O_) and against-the-wording (S_) solutions written from the exercise text alone;
 copied from /work/redteam/round4/C/sols/ch09_attention_step.py with the names W01_x written W_01_x.
-The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass)."""
+The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass).
+Renamed in round 7: check_attention_step now checks that float64 inputs get float64
+accuracy (exercise 9.2 says so); the entries that compute float64 in float32 are W_.
+"""
 # flake8: noqa
 import math
 import torch
@@ -22,7 +25,7 @@ def C_01_cat_then_attend(q, k, v, past_keys, past_values):
     return _attend(q, keys, values), keys, values
 
 
-def C_02_float32_softmax_scale_q_first(q, k, v, past_keys, past_values):
+def W_27_float32_softmax_scale_q_first(q, k, v, past_keys, past_values):
     keys = torch.cat([past_keys, k], dim=2)
     values = torch.cat([past_values, v], dim=2)
     s = (q.float() / math.sqrt(q.shape[-1])) @ keys.float().transpose(-2, -1)
@@ -44,7 +47,7 @@ def O_02_einsum_float64(q, k, v, past_keys, past_values):
     return out.to(q.dtype), keys, values
 
 
-def O_03_manual_max_subtracted(q, k, v, past_keys, past_values):
+def W_28_manual_max_subtracted_float32(q, k, v, past_keys, past_values):
     keys = torch.cat([past_keys, k], dim=2)
     values = torch.cat([past_values, v], dim=2)
     s = (q.float() @ keys.float().mT) / math.sqrt(q.shape[-1])
@@ -173,7 +176,7 @@ def W_16_value_dim_from_keys_scaling_after_softmax(q, k, v, past_keys, past_valu
     return torch.softmax(s, -1) @ values / math.sqrt(q.shape[-1]), keys, values
 
 
-def O_04_scores_in_input_dtype_softmax_float32(q, k, v, past_keys, past_values):
+def W_29_scores_in_input_dtype_softmax_float32(q, k, v, past_keys, past_values):
     # computes q @ k^T in the input dtype then scales: overflows in float16 on large scores
     keys = torch.cat([past_keys, k], dim=2)
     values = torch.cat([past_values, v], dim=2)

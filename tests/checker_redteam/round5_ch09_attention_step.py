@@ -3,7 +3,10 @@
 from /work/redteam/round5/C/sols/ch09_attention_step.py with the names W01_x written W_01_x. Wrong ones the
 checker accepts on purpose are named A_ (not tested), with the reason beside them.
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
-(must pass)."""
+(must pass).
+Renamed in round 7: check_attention_step now checks that float64 inputs get float64
+accuracy (exercise 9.2 says so); the entries that compute float64 in float32 are W_.
+"""
 # flake8: noqa
 import math
 import torch
@@ -17,7 +20,7 @@ def _attend(q, keys, values):
     return torch.softmax(s.float(), -1).to(q.dtype) @ values
 
 
-def C_01_cat_then_softmax(q, k, v, past_keys, past_values):
+def W_21_cat_then_softmax_float32(q, k, v, past_keys, past_values):
     keys = torch.cat([past_keys, k], dim=2)
     values = torch.cat([past_values, v], dim=2)
     return _attend(q, keys, values), keys, values
@@ -178,7 +181,7 @@ def W_17_nan_to_num_softmax(q, k, v, past_keys, past_values):
     return w @ values, keys, values
 
 
-def O_05_first_step_returns_v(q, k, v, past_keys, past_values):
+def W_22_first_step_returns_v_float32(q, k, v, past_keys, past_values):
     keys = torch.cat([past_keys, k], dim=2)
     values = torch.cat([past_values, v], dim=2)
     if past_keys.shape[2] == 0:

@@ -6,7 +6,10 @@ right in value and not tested: S_10 returns the argument objects k, v as the cac
 0 (aliasing only); S_21 rounds the weights to the input dtype before the sum and S_23
 computes bfloat16 in bfloat16 (both within half-precision noise: 60-step bfloat16 error
 0.066 against 0.052 for C_01). tests/test_checks_redteam.py runs every W_ entry (must
-fail) and every C_ and O_ entry (must pass)."""
+fail) and every C_ and O_ entry (must pass).
+Renamed in round 7: check_attention_step now checks that float64 inputs get float64
+accuracy (exercise 9.2 says so); the entries that compute float64 in float32 are W_.
+"""
 # flake8: noqa
 import math
 import torch
@@ -15,7 +18,7 @@ import torch.nn.functional as F
 CHECK = "check_attention_step"
 
 
-def C_01_reference(q, k, v, past_keys, past_values):
+def W_25_reference_float32(q, k, v, past_keys, past_values):
     keys = torch.cat([past_keys, k], dim=2)
     values = torch.cat([past_values, v], dim=2)
     scores = (q.float() @ keys.float().transpose(-2, -1)) / math.sqrt(q.shape[-1])
@@ -23,7 +26,7 @@ def C_01_reference(q, k, v, past_keys, past_values):
     return (w @ values.float()).to(q.dtype), keys, values
 
 
-def O_02_sdpa_no_causal(q, k, v, past_keys, past_values):
+def W_26_sdpa_no_causal_float32(q, k, v, past_keys, past_values):
     """The single newest query may see every cached key: no mask needed."""
     keys = torch.cat([past_keys, k], dim=2)
     values = torch.cat([past_values, v], dim=2)
@@ -46,7 +49,7 @@ def W_01_cache_detached(q, k, v, past_keys, past_values):
     """Detaches the old cache: no gradient reaches earlier steps' keys and values."""
     keys = torch.cat([past_keys.detach(), k], dim=2)
     values = torch.cat([past_values.detach(), v], dim=2)
-    return C_01_reference(q, k, v, past_keys.detach(), past_values.detach())[0], keys, values
+    return W_25_reference_float32(q, k, v, past_keys.detach(), past_values.detach())[0], keys, values
 
 
 def W_02_scale_by_heads(q, k, v, past_keys, past_values):
@@ -113,7 +116,7 @@ def W_07_own_cache_when_shapes_match(q, k, v, past_keys, past_values):
     t = past_keys.shape[2]
     if key in _STATE and _STATE[key][0].shape[2] == t and t > 0:
         past_keys, past_values = _STATE[key]
-    out, keys, values = C_01_reference(q, k, v, past_keys, past_values)
+    out, keys, values = W_25_reference_float32(q, k, v, past_keys, past_values)
     _STATE[key] = (keys, values)
     return out, keys, values
 
@@ -204,7 +207,7 @@ def W_16_cache_keys_values_swapped_order(q, k, v, past_keys, past_values):
 def W_17_returned_cache_detached(q, k, v, past_keys, past_values):
     """Output attached, but the returned cache is detached (later steps get no gradient
     into this step's k and v)."""
-    out, keys, values = C_01_reference(q, k, v, past_keys, past_values)
+    out, keys, values = W_25_reference_float32(q, k, v, past_keys, past_values)
     return out, keys.detach(), values.detach()
 
 
@@ -218,13 +221,13 @@ def W_18_squeeze_all(q, k, v, past_keys, past_values):
     return (w @ values.float()).to(q.dtype), keys, values
 
 
-def O_19_t0_shortcut(q, k, v, past_keys, past_values):
+def W_27_t0_shortcut_float32(q, k, v, past_keys, past_values):
     """At t = 0 the output is v (one key, weight 1)."""
     keys = torch.cat([past_keys, k], dim=2)
     values = torch.cat([past_values, v], dim=2)
     if past_keys.shape[2] == 0:
         return v.clone(), keys, values
-    return C_01_reference(q, k, v, past_keys, past_values)
+    return W_25_reference_float32(q, k, v, past_keys, past_values)
 
 
 def W_20_exp_without_max(q, k, v, past_keys, past_values):
