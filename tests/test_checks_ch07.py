@@ -303,6 +303,14 @@ def test_check_causal_mask_round4_messages(name):
             R4_MASK[name])
 
 
+def test_causal_mask_of_zero_steps_is_empty():
+    """Round 7 (W14): num_steps=0 gives the empty (0, 0) mask, not a (1, 1) one."""
+    assert checks.check_causal_mask(causal_mask)
+    rejects(checks.check_causal_mask,
+            redteam_entry("round7_ch07_causal_mask", "W_14_zero_steps_wrong"),
+            "on num_steps=0; expected (0, 0)", "do not force at least one step")
+
+
 @pytest.mark.parametrize("name", R4_PRENORM)
 def test_check_pre_norm_block_round4_messages(name):
     text = rejects(checks.check_pre_norm_block,

@@ -15,15 +15,21 @@ def _reference_mask(num_steps):
     return torch.tril(torch.ones(num_steps, num_steps, dtype=torch.bool))
 
 
+_EMPTY_HINT = ("num_steps=0 (an empty sequence) has no queries and no keys: the mask is "
+               "the empty (0, 0) bool tensor that torch.arange(0) compared with itself, or "
+               "torch.ones(0, 0, dtype=torch.bool).tril(), gives; do not force at least "
+               "one step (max(num_steps, 1)).")
+
+
 @checker("causal_mask")
 def check_causal_mask(fn):
     """Check `fn(num_steps)`: a (num_steps, num_steps) bool mask, True where query i may
     attend key j, that is j <= i (scaled_dot_product_attention's convention), for lengths
-    from 1 to 4097 (past 64, 127, 2048 and 4096, where cached masks or tables, int8 or
+    from 0 (an empty (0, 0) mask) to 4097 (past 64, 127, 2048 and 4096, where cached masks or tables, int8 or
     float16 positions break), and the first length once more at the end (a cached mask must
     not change between calls)."""
     seen = set()
-    for n in (4, 1, 2, 7, 50, 65, 130, 300, 2050, 4097, 4):
+    for n in (4, 1, 0, 2, 7, 50, 65, 130, 300, 2050, 4097, 4):
         again = n in seen
         case = f"num_steps={n}" + (" (asked a second time)" if again else "")
         seen.add(n)
@@ -36,7 +42,7 @@ def check_causal_mask(fn):
         expect_tensor(mask, (n, n), what="the mask", case=case,
                       hint="a mask of a fixed size (cached, or sliced from a fixed table) is "
                            "too small for longer sequences: build it for num_steps."
-                      if n > 64 else None)
+                      if n > 64 else _EMPTY_HINT if n == 0 else None)
         if mask.dtype != torch.bool:
             fail(f"the mask has dtype {mask.dtype} on {case}; expected torch.bool "
                  "(True = may attend).",
