@@ -26,8 +26,8 @@ def check_causal_mask(fn):
     """Check `fn(num_steps)`: a (num_steps, num_steps) bool mask, True where query i may
     attend key j, that is j <= i (scaled_dot_product_attention's convention), for lengths
     from 0 (an empty (0, 0) mask) to 4097 (past 64, 127, 2048 and 4096, where cached masks
-    or tables, int8 or float16 positions break), and the first length once more at the end (a cached mask must
-    not change between calls)."""
+    or tables, int8 or float16 positions break), and the first length once more at the end
+    (a cached mask must not change between calls)."""
     seen = set()
     for n in (4, 1, 0, 2, 7, 50, 65, 130, 300, 2050, 4097, 4):
         again = n in seen
