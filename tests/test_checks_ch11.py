@@ -82,7 +82,7 @@ def naive_exp(Q, K, V, block_size, causal=False):  # a running sum of exp withou
 
 
 WRONG = {
-    "the full score matrix": (full_softmax, "builds (nearly) all of it"),
+    "the full score matrix": (full_softmax, "(nearly) all of the scores"),
     "a softmax per block, added up": (softmax_per_block, "normalised by itself"),
     "exp without a running max": (naive_exp, "overflows"),
     "the running max starts at 0": (lambda *a, **k: online(*a, init=0.0, **k), "NaN"),
@@ -360,3 +360,26 @@ def test_grouped_query_attention_round6_messages():
             "float16 or bfloat16")
     rejects(check_grouped_query_attention, r6.W_19_reused_output_buffer,
             "changed what it returned earlier")
+
+
+# -- Round 7 red team (tests/checker_redteam/round7_ch11_*.py) -----------------------------
+
+def test_online_softmax_round7_half_one_key_and_memory_message():
+    from checker_redteam import round7_ch11_online as r7
+    rejects(check_online_softmax_attention, r7.W_19_half_returns_float32,
+            "float16 inputs", "expected torch.float16")
+    rejects(check_online_softmax_attention, r7.W_20_single_key_returns_view_of_V,
+            "1 key", "returned V itself, or a view of it", "a new tensor")
+    text = rejects(check_online_softmax_attention, r7.W_23_store_every_block_merge_at_end,
+                   "a partial result kept for every block")
+    assert "builds (nearly) all of it" not in text and "memory that grows" in text
+
+
+def test_grouped_query_attention_round7_messages():
+    from checker_redteam import round7_ch11_gqa as r7
+    rejects(check_grouped_query_attention, r7.W_08_batch_flatten_then_repeat,
+            "1 key-value head (multi-query)", "batch above 1")
+    rejects(check_grouped_query_attention, r7.W_19_half_upcast_not_cast_back,
+            "float16 inputs", "expected torch.float16")
+    rejects(check_grouped_query_attention, r7.W_13_bfloat16_math_for_half,
+            "float16 inputs")
