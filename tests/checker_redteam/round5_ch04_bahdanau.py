@@ -191,7 +191,11 @@ def W_19_uses_attention_weights_attr(decoder, token, hidden_state, enc_outputs, 
     return _finish(decoder, token, hidden_state, (w.unsqueeze(-1) * enc_outputs).sum(1), w)
 
 
-def O_04_renormalised_masked_softmax(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+# Written as O04 (right); wrong since round 7: the row's maximum is taken over the padding
+# too, so a padding score far above the valid ones underflows every valid exp() to 0 (the
+# round-7 case with padding scores far above the valid ones; round7 W_06).
+def W_04_renormalised_masked_softmax_max_over_padding(decoder, token, hidden_state,
+                                                     enc_outputs, enc_valid_lens):
     att = decoder.attention
     s = _scores(att, hidden_state[-1], enc_outputs)
     keep = torch.arange(s.shape[-1], device=s.device) < enc_valid_lens[:, None]
