@@ -261,22 +261,21 @@ def _expect_earlier_results_kept(name, case):
 
 def _tensors(args, kwargs):
     """(position or keyword, path, tensor) for every tensor argument, also inside lists,
-    tuples and dicts."""
+    tuples and dicts. (A loop, not a recursive closure: a closure that calls itself is a
+    reference cycle, which would keep the arguments alive until the garbage collector runs.)"""
     found = []
-
-    def walk(key, path, value):
+    stack = [(k, "", v) for k, v in reversed(list(kwargs.items()))]
+    stack += [(i, "", v) for i, v in reversed(list(enumerate(args)))]
+    while stack:
+        key, path, value = stack.pop()
         if isinstance(value, torch.Tensor):
             found.append((key, path, value))
         elif isinstance(value, (list, tuple)):
-            for i, item in enumerate(value):
-                walk(key, f"{path}[{i}]", item)
+            stack += [(key, f"{path}[{i}]", item)
+                      for i, item in reversed(list(enumerate(value)))]
         elif isinstance(value, dict):
-            for k, item in value.items():
-                walk(key, f"{path}[{k!r}]", item)
-    for i, value in enumerate(args):
-        walk(i, "", value)
-    for k, value in kwargs.items():
-        walk(k, "", value)
+            stack += [(key, f"{path}[{k!r}]", item)
+                      for k, item in reversed(list(value.items()))]
     return found
 
 
