@@ -487,3 +487,19 @@ def test_the_dropout_tests_accept_right_masks_with_a_wide_margin():
                 agree, most = ch06._agreement(a, b)
                 worst = max(worst, agree - (most - 0.05))
     assert worst < 0.0
+
+
+R7 = {  # round 7 (writer B): the message names the fault
+    "W_05_table_one_too_long": "your table has max_len + 1 = 51 rows, one too many",
+    "W_14_detached_in_eval": "in eval mode no gradient reaches your encoding's parameters",
+    "W_18_embedding_padding_idx": "padding_idx=0 freezes position 0",
+    "W_19_embedding_max_norm": "forward changes your encoding's parameter `pos.weight` in "
+                               "place",
+    "W_21_length_check_on_batch_axis": "a batch larger than max_len is fine",
+}
+
+
+@pytest.mark.parametrize("name", R7)
+def test_round7_messages(name):
+    rejects(checks.check_learned_positional_encoding,
+            redteam_entry("round7_ch06_learned_pe", name), R7[name], args=(False,))

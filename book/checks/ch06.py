@@ -22,7 +22,9 @@ message is the same on every run):
    change of the parameters (no copy of the table kept from an earlier call);
    the table follows max_len (max_len=1200, above the default 1000: at least 1200 x 16
    trainable numbers, and a sequence of 1200 accepted), and a sequence longer than max_len
-   raises an error (no position is wrapped, clamped or given a row past max_len);
+   raises an error (no position is wrapped, clamped or given a row past max_len: tried
+   with max_len + 1 too), a batch larger than max_len is accepted; forward leaves the
+   parameters unchanged (no max_norm renormalisation);
 5. in train mode with dropout 0.5 and 0.2, every entry is 0 or (X + E) / (1 - p), a share
    p of them 0: dropout on the sum, at the given rate (the placement the exercise asks
    for); and the keep-masks of two calls, of two examples, of two features and of two
@@ -118,6 +120,14 @@ def _jacobian_rank(module, n, d):
     """Rank of d(encoding of n positions) / d(trainable parameters), in eval mode."""
     params = [p for p in module.parameters() if p.requires_grad]
     E = module(torch.zeros(1, n, d)).reshape(-1)
+    if not E.requires_grad:
+        fail("in eval mode no gradient reaches your encoding's parameters: the output of "
+             f"forward on zeros of shape (1, {n}, {d}) does not require grad (in train "
+             "mode it does). The parameters must receive gradients in both modes: a "
+             "model in eval mode is still differentiated (fine-tuning with dropout off, "
+             "gradient checks, saliency maps).",
+             "read the parameter itself in every mode: self.dropout(X + self.P[:, :n]); "
+             "no self.P.detach(), self.P.data or torch.no_grad() when not self.training.")
     rows = []
     for k in range(E.numel()):
         grads = torch.autograd.grad(E[k], params, retain_graph=True, allow_unused=True)
@@ -153,6 +163,10 @@ def check_learned_positional_encoding(cls, train=True):
         fail("forward(X) changed X in place; return a new tensor (X + P, not X += P).")
     _forward(module, torch.randn(2, 50, d, generator=g),
              "X of shape (2, 50, 16), as long as max_len")
+    _forward(module, torch.randn(60, 5, d, generator=g),
+             "X of shape (60, 5, 16): 60 sequences of length 5 with max_len=50 (a batch "
+             "larger than max_len is fine: the length to compare with max_len is "
+             "X.shape[1], not X.shape[0])")
     _expect_float64(cls, d)
     if not any(p.requires_grad for p in fresh.parameters()):
         fail("cls(16, 0.0) has no trainable parameters once built: an optimizer created then "
@@ -243,7 +257,10 @@ def check_learned_positional_encoding(cls, train=True):
     if rank < n * d:
         what = {1: "one trainable number for all of them (e.g. a scale times the fixed "
                    "sinusoid)", n: "one trainable number per position, the same for every "
-                                   "feature", d: "one trainable vector shared by all positions"}
+                                   "feature",
+                d: "one trainable vector shared by all positions",
+                (n - 1) * d: "one position's vector is not trainable (nn.Embedding's "
+                             "padding_idx=0 freezes position 0 at the zero vector)"}
         fail(f"for {n} positions of 16 features your encoding can learn only {rank} "
              f"independent directions, not {n} x 16 = {n * d}: "
              f"{what.get(rank, 'too few free parameters')}."
@@ -323,8 +340,13 @@ def _expect_x_unscaled(X1, X2, out1, out2):
 def _expect_too_long_refused(module, d):
     """A sequence longer than max_len has no vectors for its last positions: forward must
     raise (as PositionalEncoding and a sliced table do), not wrap, clamp or read rows past
-    max_len."""
-    n, max_len = 60, 50
+    max_len. Tried with n = 60 and n = max_len + 1 = 51 (a table of max_len + 1 rows)."""
+    for n in (60, 51):
+        _expect_length_refused(module, d, n)
+
+
+def _expect_length_refused(module, d, n):
+    max_len = 50
     case = f"X of shape (1, {n}, 16) (longer than max_len={max_len})"
     X = torch.randn(1, n, d, generator=torch.Generator().manual_seed(61))
     module.eval()
@@ -334,7 +356,8 @@ def _expect_too_long_refused(module, d):
         except Exception:  # any error: the learner's, or the failing slice's
             return
         table = module(torch.zeros(1, max_len, d))[0]  # (max_len, d): each row's vector
-    past = "the positions 50 to 59 get vectors"
+    past = f"the positions 50 to {n - 1} get vectors" if n > 51 else \
+        "position 50 gets a vector"
     if isinstance(out, torch.Tensor) and out.shape == X.shape:
         extra = (out - X)[0, max_len:]  # what positions 50..59 got
         size = sum(p.numel() for p in module.parameters() if p.requires_grad)
@@ -343,6 +366,9 @@ def _expect_too_long_refused(module, d):
                     "max_len): the model cannot tell position 55 from position 5")
         elif torch.allclose(extra, table[-1:].expand_as(extra), atol=1e-5):
             past = "the positions 50 to 59 all reuse the vector of position 49 (clamped)"
+        elif size == (max_len + 1) * d:
+            past = (f"your table has max_len + 1 = {max_len + 1} rows, one too many: the "
+                    f"positions i < max_len are 0 to {max_len - 1}")
         elif size >= n * d:
             past = (f"your module has {size} trainable numbers, room for at least {n} "
                     f"positions: its table does not follow max_len={max_len}")
@@ -450,6 +476,7 @@ def _expect_current_parameters(cls, module, d):
         after = _forward(module, X, "the same X after a change of the parameters")
         fresh = _forward(twin, X, "the same X, on a twin module built and changed alike")
     if not torch.allclose(after, fresh, atol=1e-5):
+        _expect_forward_leaves_parameters(module, X, g)
         same = torch.allclose(after, before, atol=1e-6)
         fail("after a change of your encoding's parameters (what an optimizer step does), "
              "its output " + ("stays what it was before" if same else "is not what the "
@@ -457,6 +484,26 @@ def _expect_current_parameters(cls, module, d):
              "earlier call, so the training would never show in the output.",
              "look the table up anew in every forward: return self.dropout(X + "
              "self.P[:, :n]); keep no copies (.clone(), a cached slice) between calls.")
+
+
+def _expect_forward_leaves_parameters(module, X, g):
+    """Fail if forward (eval mode, no_grad) writes into the parameters, e.g. the in-place
+    renormalisation of nn.Embedding(max_norm=...)."""
+    with torch.no_grad():
+        for p in module.parameters():
+            if p.requires_grad and p.is_floating_point():
+                p.add_(0.5 * torch.randn(p.shape, generator=g).to(p.dtype))
+        before = [p.detach().clone() for p in module.parameters()]
+        module(X)
+    for (name, p), old in zip(module.named_parameters(), before):
+        if not torch.equal(p, old):
+            fail(f"forward changes your encoding's parameter `{name}` in place (in eval "
+                 "mode, under torch.no_grad): the output is not what the parameters give, and "
+                 "every call rewrites what the optimizer has learned. "
+                 "nn.Embedding(..., max_norm=...) does this: it renormalises in place "
+                 "every row it looks up whose norm exceeds max_norm.",
+                 "forward must only read the table: nn.Embedding(max_len, num_hiddens) "
+                 "without max_norm, or an nn.Parameter table sliced with self.P[:, :n].")
 
 
 def _check_dropout(cls, d):
