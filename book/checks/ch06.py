@@ -498,8 +498,8 @@ def _expect_forward_leaves_parameters(module, X, g):
     for (name, p), old in zip(module.named_parameters(), before):
         if not torch.equal(p, old):
             fail(f"forward changes your encoding's parameter `{name}` in place (in eval "
-                 "mode, under torch.no_grad): the output is not what the parameters give, and "
-                 "every call rewrites what the optimizer has learned. "
+                 "mode, under torch.no_grad): the output is not what the parameters give, "
+                 "and every call rewrites what the optimizer has learned. "
                  "nn.Embedding(..., max_norm=...) does this: it renormalises in place "
                  "every row it looks up whose norm exceeds max_norm.",
                  "forward must only read the table: nn.Embedding(max_len, num_hiddens) "
