@@ -18,7 +18,8 @@ import torch
 from nbclient import NotebookClient
 
 from book import checks
-from checkers_support import rejects, run
+from book.checks._core import checker
+from checkers_support import accepts, rejects, run
 from conftest import ROOT
 
 STUB = "def softmax(scores):\n    raise NotImplementedError('write your solution here')\n"
@@ -191,3 +192,30 @@ def test_forbidden_also_refuses_a_name_bound_before_the_check():
             masked_softmax(X, valid_lens)
     assert attention.masked_softmax is masked_softmax
     assert torch.equal(masked_softmax(X, valid_lens), expected)
+
+
+# -- Results a later call changes (round 6: output buffers kept between calls) -------------
+
+@checker("twice")
+def _check_twice(fn):
+    """A checker that calls `fn` on two inputs of the same shape, through `call`."""
+    from book.checks._core import call
+    first = call(fn, torch.arange(6.0).reshape(2, 3), name="twice", case="the first input")
+    call(fn, -torch.arange(6.0).reshape(2, 3), name="twice", case="the second input")
+    return first
+
+
+def test_a_result_changed_by_a_later_call_fails_with_both_cases_named():
+    buffer = {}
+
+    def reuses_a_buffer(x):
+        return buffer.setdefault(x.shape, torch.empty_like(x)).copy_(x * 2)
+
+    rejects(_check_twice, reuses_a_buffer, "twice changed what it returned earlier",
+            "its result on the first input is different after the call on the second input",
+            "do not keep an output buffer")
+
+
+def test_a_view_of_the_input_and_a_new_tensor_are_not_results_changed_later():
+    accepts(_check_twice, lambda x: x.t())    # a view of the argument: not kept
+    accepts(_check_twice, lambda x: x * 2)    # a new tensor every call
