@@ -125,6 +125,10 @@ def _example(side, must_name):
             }[side]
 
 
+P_FROM_ARGUMENT = ("take p from the patch_size argument, never from the patch length (a "
+                   "patch holds c * p * p numbers, and c is not known in advance).")
+
+
 def _patch_size_named(error):
     """The number a message gives as the patch size ('patch size 4', 'patch_size=4'), or
     None."""
@@ -165,9 +169,7 @@ def _expect_rejection(fn, args, name, case, must_name, what_is_wrong, side, patc
         if isinstance(error, ValueError) and used is not None and used != p:
             fail(f"on {case} {name} raised ValueError({str(error)!r}): it names the patch "
                  f"size {used}, but the function was called with patch_size={p}.",
-                 f"your function used patch size {used}, not the argument: take p from "
-                 "patch_size, never from the patch length (a patch holds c * p * p numbers, "
-                 "and c is not known in advance).")
+                 f"your function used patch size {used}, not the argument: {P_FROM_ARGUMENT}")
         if isinstance(error, ValueError):
             fail(f"on {case} {name} raised ValueError({str(error)!r}), which does not say "
                  f"which size is wrong ({must_name}).",
@@ -213,8 +215,7 @@ def _wrong_patch_size_hint(p):
         if used is None or used == p:
             return None
         return (f"the message names the patch size {used}, but patch_size={p} was passed: "
-                "take p from the patch_size argument, never from the patch length (a patch "
-                "holds c * p * p numbers, and c is not known in advance).")
+                + P_FROM_ARGUMENT)
     return hint
 
 
