@@ -211,6 +211,8 @@ def top_p_filter(logits, p):
     crosses p is kept, and any tied with it; the rest -inf (exercise 9.1)."""
     if not 0 < p <= 1:
         raise ValueError(f"top-p needs 0 < p <= 1, got p={p}")
+    if p == 1:  # every token: a rounded running sum can reach 1 before the last tokens
+        return logits.clone()
     probs = torch.softmax(logits.float(), dim=-1)                  # (..., V)
     ranked = probs.sort(dim=-1, descending=True).values            # (..., V)
     before = ranked.cumsum(dim=-1) - ranked       # the mass of the tokens ranked above each

@@ -153,6 +153,10 @@ def test_top_p_keeps_the_token_that_crosses_p_and_its_ties():
     assert torch.isfinite(top_p_filter(logits, 0.85)).all()
     assert torch.isfinite(top_p_filter(logits, 1e-6)).sum() == 1
     assert torch.isfinite(top_p_filter(logits, 1.0)).all()
+    # p = 1 keeps every token, also where float32's running sum reaches 1 early (a row of
+    # GPT-2's 50,257 tokens used to lose about 1e-6 of its mass)
+    wide = torch.randn(2, 50257, generator=torch.Generator().manual_seed(0)) * 3
+    assert torch.equal(top_p_filter(wide, 1.0), wide)
     unsorted = torch.tensor([[0.2, 5.0, -1.0], [3.0, 0.0, 3.0]])  # rows independent
     assert torch.isfinite(top_p_filter(unsorted, 0.5)).tolist() == [[False, True, False],
                                                                       [True, False, True]]

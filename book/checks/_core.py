@@ -62,6 +62,8 @@ def _in_ipython():
 def passed(what):
     """The one success line of every checker: `what: all checks passed.`"""
     message = Passed(f"{what}: all checks passed.")
+    if _float64_failures:  # the checker fails after all (see checker())
+        return message
     if not _in_ipython() and not hasattr(sys, "ps1") and not sys.flags.interactive:
         print(message)  # a plain script shows no value: print the line once
     return message
@@ -116,17 +118,29 @@ def seeded(seed=0):
                 numpy.random.set_state(numpy_state)
 
 
+class _Failures(list):
+    active = False  # True while a check runs
+
+
+_float64_failures = _Failures()  # float64-accuracy failures of the running check, told last
+
+
 def checker(name):
     """Decorate `check(fn, ...)`: seeded and isolated randomness, one short failure (no chained
-    traceback), a checker-side crash turned into a message, and `passed(name)` on success."""
+    traceback), a checker-side crash turned into a message, and `passed(name)` on success.
+    A float64-accuracy failure (expect_float64_accuracy) is reported only once every other
+    check has passed, so that a solution with another fault is told that one."""
     def decorate(check):
         @functools.wraps(check)
         def run(fn, *args, **kwargs):
             __tracebackhide__ = True
+            outer = not getattr(_float64_failures, "active", False)
             try:
                 with seeded(CHECK_SEED), torch.inference_mode(False), torch.enable_grad(), \
-                        _results_kept():
+                        _results_kept(), _collecting(outer):
                     result = check(fn, *args, **kwargs)
+                    if outer and _float64_failures:
+                        fail(*_float64_failures[0])
             except CheckFailed as failure:
                 error = CheckFailed(str(failure))
             except Exception as crash:  # noqa: BLE001 - a checker must not crash bare
@@ -140,6 +154,21 @@ def checker(name):
             raise error from None
         return run
     return decorate
+
+
+@contextlib.contextmanager
+def _collecting(outer):
+    """The outermost check collects float64-accuracy failures (a nested one adds to them)."""
+    if not outer:
+        yield
+        return
+    _float64_failures.clear()
+    _float64_failures.active = True
+    try:
+        yield
+    finally:
+        _float64_failures.active = False
+        _float64_failures.clear()
 
 
 # -- Calling the learner's code -----------------------------------------------------------
@@ -409,7 +438,8 @@ def expect_tensor(value, shape=None, dtype=None, what="the output", case="", hin
     if dtype is not None and value.dtype != dtype:
         fail(f"{what} has dtype {value.dtype}{on}; expected {dtype}, the dtype of the input.",
              "keep the input's dtype: if you compute in another dtype, cast the result back "
-             "with .to(input.dtype), and create constants with dtype=input.dtype.")
+             "with .to(input.dtype), and create constants with dtype=input.dtype. Compute "
+             "in float32 only for float16 or bfloat16 inputs: float64 stays float64.")
     if value.is_floating_point() and torch.isnan(value).any():
         rows = torch.isnan(value).nonzero()[:3].tolist()
         fail(f"{what} contains NaN{on} (first positions: {rows}).",
@@ -443,14 +473,41 @@ def is_close(value, expected, atol=1e-5, rtol=1e-4):
                                                      equal_nan=True).all())
 
 
+FLOAT64_TOL = 1e-10
+FLOAT64_HINT = (
+    "a float64 input asks for float64 accuracy: compute in the input's dtype, and go up to "
+    "float32 only from float16 or bfloat16, e.g. dtype = torch.promote_types(x.dtype, "
+    "torch.float32), compute with x.to(dtype), and cast the result back to x.dtype.")
+
+
+def expect_float64_accuracy(value, expected, what="the output", case=""):
+    """A float64 `value` must be within FLOAT64_TOL of the float64 `expected` (computing in
+    float32 and casting back is about 1e-8 off); no-op for other dtypes. Inside a checker the
+    failure waits until every other check has passed (see checker())."""
+    __tracebackhide__ = True
+    if value.dtype != torch.float64 or is_close(value, expected, FLOAT64_TOL, FLOAT64_TOL):
+        return value
+    where, want, got, diff = worst(value, expected)
+    failure = (f"{what} is {diff:.2g} from the float64 reference{_on(case)} (at index {where} "
+               f"expected {want:.12g}, got {got:.12g}): more than float64's rounding (a "
+               f"computation in float64 is within {FLOAT64_TOL:g}; one step in float32 costs "
+               "about 1e-8).", FLOAT64_HINT)
+    if not _float64_failures.active:
+        fail(*failure)
+    _float64_failures.append(failure)  # told once every other check has passed
+    return value
+
+
 def expect_close(value, expected, what="the output", case="", atol=1e-5, rtol=1e-4, hint=None):
-    """`value` must equal `expected` within the tolerance; report the worst entry."""
+    """`value` must equal `expected` within the tolerance; report the worst entry. A float64
+    `value` must also have float64 accuracy (expect_float64_accuracy)."""
     __tracebackhide__ = True
     expect_tensor(value, expected.shape, what=what, case=case)
     if not is_close(value, expected, atol, rtol):
         where, want, got, diff = worst(value, expected)
         fail(f"{what} is wrong{_on(case)}: at index {where} expected {want:.4g}, "
              f"got {got:.4g} (largest difference {diff:.3g}).", hint)
+    expect_float64_accuracy(value, expected, what, case)
     return value
 
 

@@ -57,7 +57,10 @@ def _softmax_cases_round7():
     hide."""
     g = torch.Generator().manual_seed(17)
     return [("a (2, 5) bfloat16 matrix of scores up to about 10",
-             (4 * torch.randn(2, 5, generator=g)).bfloat16())]
+             (4 * torch.randn(2, 5, generator=g)).bfloat16()),
+            # float64 asks for float64 accuracy (_core.expect_float64_accuracy)
+            ("a (3, 5) float64 matrix of ordinary scores",
+             torch.randn(3, 5, generator=g, dtype=torch.float64))]
 
 
 def _softmax_cases_round6():

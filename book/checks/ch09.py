@@ -5,8 +5,8 @@ import math
 
 import torch
 
-from ._core import INPLACE_HINT, CheckFailed, call, checker, expect_tensor, fail, passed, \
-    view_hint
+from ._core import FLOAT64_TOL, INPLACE_HINT, CheckFailed, call, checker, \
+    expect_float64_accuracy, expect_tensor, fail, passed, view_hint
 
 # -- Exercise 9.1: top-p ----------------------------------------------------------------------
 
@@ -326,6 +326,8 @@ def _compare_nucleus(out, logits, p, case):
              f"{probs[row, j].item():.4g} (after softmax of your output).",
              "keep the kept tokens' logits as they are (or shift a whole row by one "
              "constant): the kept probabilities must stay in the same ratios and sum to 1.")
+    if out.dtype == torch.float64:
+        expect_float64_accuracy(probs, expected, what="the softmax of your output", case=case)
 
 
 def _explain_wrong_set(out, logits, kept, yours, p, where):
@@ -477,6 +479,12 @@ def _step_cases():
         (f"float16, q . k up to about 94,000, beyond float16's largest number "
          f"{FLOAT16_MAX:,} (the scaled scores, up to about 47,000, fit)", _beyond_float16(),
          torch.float16, 2e-2),
+        # bfloat16 (8 significant bits): the output must be bfloat16 too. A computation in
+        # bfloat16 itself is within 0.03 of the reference here (30 seeds), one in float32
+        # within 0.008; the tolerance 0.1 leaves a margin of 3.
+        ("bfloat16, batch 2, 2 heads, head size 4, scores up to about 30, 7 steps",
+         torch.randn(3, 2, 2, 7, 4, generator=torch.Generator().manual_seed(15))
+         * torch.tensor([3.0, 2, 1])[:, None, None, None, None], torch.bfloat16, 1e-1),
         # float64 in, float64 out; its accuracy is checked last (check_attention_step).
         ("float64, batch 2, 3 heads, head size 3, 4 steps",
          torch.randn(3, 2, 3, 4, 3, generator=g), torch.float64, 1e-5),
@@ -484,7 +492,6 @@ def _step_cases():
 
 
 FLOAT16_MAX = 65504
-FLOAT64_TOL = 1e-10
 
 
 def _beyond_float16():
@@ -600,11 +607,13 @@ def check_attention_step(fn):
     head_size); the cache holds (batch, heads, t, head_size), t = 0 at the first step. The
     output must equal row t of full causal attention over the sequence, and the returned
     cache the t + 1 keys and values in order; gradients must reach every position."""
+    first = _first_call(fn)  # the very first call already carries a prompt: judged below
     for case, (Q, K, V), dtype, tol in _step_cases():
         Q, K, V = Q.to(dtype), K.to(dtype), V.to(dtype)
         _run_steps(fn, [(Q, K, V)], case, tol)
     for case, sequences, start in _cache_cases():
         _run_steps(fn, sequences, case, 1e-5, start=start)
+    _judge_first_call(fn, first)
     _check_step_gradient(fn)
     # Last, so that a solution with another fault is told that one first: float64 inputs
     # are computed in float64 (within 1e-15 of the reference here; one computed in float32
@@ -613,6 +622,53 @@ def check_attention_step(fn):
         if dtype == torch.float64:
             _run_steps(fn, [(Q.double(), K.double(), V.double())], case, FLOAT64_TOL)
     return passed("attention_step")
+
+
+FIRST_CALL = ("the very first call, with a prompt of 5 positions already in the cache "
+              "(batch 2, 2 heads, head size 4), step t=5")
+
+
+def _first_call_inputs():
+    g = torch.Generator().manual_seed(19)
+    Q, K, V = torch.randn(3, 2, 2, 6, 4, generator=g)
+    return Q, K, V
+
+
+def _first_call(fn):
+    """Call the learner's step once, before any other call, with a prompt already cached
+    (so that 'the first call is t = 0' is wrong). Returns (result, None) or (None, the
+    failure); _judge_first_call judges it once every other case has passed, so that a
+    solution with another fault is told that one first."""
+    Q, K, V = _first_call_inputs()
+    try:
+        return _step(fn, Q, K, V, 5, K[:, :, :5], V[:, :, :5], FIRST_CALL, owned=True), None
+    except CheckFailed as error:
+        return None, error
+
+
+def _judge_first_call(fn, first):
+    result, error = first
+    if error is not None:
+        raise error
+    Q, K, V = _first_call_inputs()
+    expected = _full_causal(Q, K, V)[:, :, 5:6]
+    out, keys, values = result
+    right = (isinstance(out, torch.Tensor) and out.shape == expected.shape
+             and (out.double() - expected).abs().max() <= 1e-5
+             and all(isinstance(x, torch.Tensor) and x.shape == full.shape
+                     and torch.equal(x, full) for x, full in ((keys, K), (values, V))))
+    if right:
+        return
+    again = _step(fn, Q, K, V, 5, K[:, :, :5], V[:, :, :5], FIRST_CALL + ", called again")
+    shapes = ", ".join(f"{name} {tuple(x.shape) if isinstance(x, torch.Tensor) else '?'}"
+                       for name, x in (("output", out), ("keys", keys), ("values", values)))
+    later = ("the same call made again now is right" if
+             (again[0].double() - expected).abs().max() <= 1e-5 else "")
+    fail(f"your function's answer on {FIRST_CALL} is wrong ({shapes}; expected output "
+         f"{tuple(expected.shape)}, keys and values {tuple(K.shape)})"
+         + (f", while {later}" if later else "") + ": it treats its first call "
+         "differently (as t = 0, say, with a call counter or a cache started then).",
+         OWN_CACHE_HINT)
 
 
 OWN_CACHE_HINT = (

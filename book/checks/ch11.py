@@ -1,16 +1,22 @@
 """Checkers for chapter 11's exercises: attention over blocks of keys with the online
 softmax, and query heads that share key-value heads (grouped-query attention)."""
 import math
+import re
 
 import torch
 import torch.nn.functional as F
 
 from ..cost import peak_memory
-from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
-                    forbidden, is_close, view_hint)
+from ._core import (call, checker, expect_close, expect_float64_accuracy, expect_gradients,
+                    expect_tensor, fail, forbidden, is_close, view_hint, worst)
 
 SDPA = [(F, "scaled_dot_product_attention")]
 SDPA_WHY = "the exercise asks you to write the attention yourself."
+HALF = (torch.float16, torch.bfloat16)
+# The bare "The size of tensor a (4) must match the size of tensor b (5) at non-singleton
+# dimension 2" of a broadcast: the two sizes, to name what they are.
+_MISMATCH = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b "
+                       r"\((\d+)\)")
 
 
 def _attention(Q, K, V, causal=False, scale=True, dim=-1, strict=False, flipped=False):
@@ -147,13 +153,29 @@ def _diagnose(out, Q, K, V, block, causal, case):
              "(-1000, -1e4) is not below every score when the scores are large.", global_j)
 
 
+def _online_shape_hint(Q, V):
+    """A hint for a broadcast between d and value_dim columns (an accumulator shaped like Q
+    meeting the weighted sum of values), or None."""
+    d, dv = Q.shape[-1], V.shape[-1]
+
+    def hint(error):
+        found = _MISMATCH.search(str(error))
+        if d == dv or not found or {int(found.group(1)), int(found.group(2))} != {d, dv}:
+            return None
+        return (f"here d = {d} (the size of Q and K) and value_dim = {dv} (the size of V) "
+                "differ, and a tensor with d columns met one with value_dim columns: the "
+                "running weighted sum of values has value_dim columns, (batch, num_queries, "
+                "value_dim); make it from V's last axis (V.shape[-1]), not like Q.")
+    return hint
+
+
 def _call_online(fn, Q, K, V, block, causal, case):
     given = [Q.clone(), K.clone(), V.clone()]
     if not Q.is_contiguous():  # keep the strides of a transposed input
         given = [x.transpose(1, 2).clone().transpose(1, 2) for x in (Q, K, V)]
     with forbidden(SDPA, SDPA_WHY):
         out = call(fn, *given, block, causal=causal, name="online_softmax_attention",
-                   case=case)
+                   case=case, hint_on_error=_online_shape_hint(Q, V))
     if isinstance(out, (tuple, list)):
         fail(f"online_softmax_attention returned a {type(out).__name__} on {case}; return "
              "only the output tensor.")
@@ -251,6 +273,10 @@ def _online_cases():
         cases.append(("batch 2, 8 queries, 8 keys, d=4, block_size=3, float16 inputs"
                       + (", causal" if causal else ""),
                       tuple(x.half() for x in qkv(2, 8, 8, 4)), 3, causal))
+    for causal in (False, True):
+        cases.append(("batch 2, 8 queries, 8 keys, d=4, block_size=3, bfloat16 inputs"
+                      + (", causal" if causal else ""),
+                      tuple(x.bfloat16() for x in qkv(2, 8, 8, 4)), 3, causal))
     # One key: every weight is 1 and the output equals V, as a new tensor.
     cases.append(("batch 2, 3 queries, 1 key, d=4, block_size=2 (one key: the output "
                   "equals V repeated for every query)", qkv(2, 3, 1, 4), 2, False))
@@ -272,11 +298,12 @@ def check_online_softmax_attention(fn):
     # float16 last: a mix of float16 and float32 inside fails there, and a fault found by
     # the cases above is better named by them.
     _check_online_values(fn, half=True)
+    _check_online_half_accumulators(fn)
 
 
 def _check_online_values(fn, half):
     for case, (Q, K, V), block, causal in _online_cases():
-        if (Q.dtype == torch.float16) != half:
+        if (Q.dtype in HALF) != half:
             continue
         if half:
             # Only the dtype and precision of a float16 result are checked: a function
@@ -293,10 +320,46 @@ def _check_online_values(fn, half):
         tol = dict(atol=2e-3 if large else 1e-5, rtol=1e-4)
         if Q.dtype == torch.float16:  # a few float16 rounding steps (2^-11 = 0.0005)
             tol = dict(atol=1e-2, rtol=1e-2)
+        if Q.dtype == torch.bfloat16:  # a few bfloat16 rounding steps (2^-8 = 0.004)
+            tol = dict(atol=5e-2, rtol=5e-2)
         ref = _attention(Q, K, V, causal)
         if not is_close(out, ref, **tol):
             _diagnose(out, Q, K, V, block, causal, case)
             expect_close(out, ref, what="the output", case=case, hint=HINT, **tol)
+        expect_float64_accuracy(out, ref, case=case)
+
+
+HALF_ACCUMULATORS_HINT = (
+    "keep the running max, sum and weighted sum in float32 for float16 (and bfloat16) "
+    "inputs, as FlashAttention does, and cast the output back: dtype = "
+    "torch.promote_types(Q.dtype, torch.float32), scores s = (Q @ K_j^T).to(dtype) * scale, "
+    "acc = acc * factor + exp(s - m_new) @ V_j.to(dtype), and at the end (acc / l)"
+    ".to(Q.dtype). A float16 running sum over thousands of keys rounds at every block.")
+
+
+def _check_online_half_accumulators(fn):
+    """float16 inputs, 2048 keys in 128 blocks: float32 running statistics give the output
+    within float16's rounding of it (measured 1.0e-3 to 1.1e-3 at |output| < 4, whether the
+    scores or exp(s - m) @ V_j are computed in float16 or float32); float16 ones 2.0e-2."""
+    g = torch.Generator().manual_seed(16)
+    Q = torch.randn(1, 64, 16, generator=g).half()
+    K = torch.randn(1, 2048, 16, generator=g).half()
+    V = (3 + torch.randn(1, 2048, 4, generator=g)).half()  # outputs near 3, in [2, 4)
+    try:
+        with forbidden(SDPA, SDPA_WHY):
+            fn(Q.clone(), K.clone(), V.clone(), 16, causal=False)
+    except Exception:  # noqa: BLE001  (float16 that fails is not refused: see above)
+        return
+    case = ("batch 1, 64 queries, 2048 keys, d=16, block_size=16 (128 blocks), float16 "
+            "inputs, V = 3 + randn")
+    out = _call_online(fn, Q, K, V, 16, False, case)
+    ref = _attention(Q, K, V)
+    if not is_close(out, ref, atol=4e-3, rtol=0):
+        where, want, got, diff = worst(out, ref)
+        fail(f"the output is {diff:.2g} from the float64 reference on {case} (at index "
+             f"{where} expected {want:.6g}, got {got:.6g}); float32 running statistics stay "
+             "within 4e-3 here (float16's own rounding of an output near 3 is 1e-3), "
+             "float16 ones drift by about 2e-2.", HALF_ACCUMULATORS_HINT)
 
 
 def _check_online_gradients_and_memory(fn):
@@ -427,7 +490,11 @@ def _gqa_cases():
             ("batch 2, 4 query heads, 2 key-value heads, 3 queries, 5 keys, head size 4, "
              "float16 inputs (values without the head offset)",
              tuple(x.half() for x in qkv(2, 4, 2, 3, 5, 4)[:2]) +
-             (torch.randn(2, 2, 5, 4, generator=g).half(),))]
+             (torch.randn(2, 2, 5, 4, generator=g).half(),)),
+            ("batch 2, 4 query heads, 2 key-value heads, 3 queries, 5 keys, head size 4, "
+             "bfloat16 inputs (values without the head offset)",
+             tuple(x.bfloat16() for x in qkv(2, 4, 2, 3, 5, 4)[:2]) +
+             (torch.randn(2, 2, 5, 4, generator=g).bfloat16(),))]
 
 
 def _diagnose_heads(out, Q, K, V, case):
@@ -482,6 +549,27 @@ def _view_hint(error):
                      "head size) tensors)")
 
 
+def _gqa_error_hint(h, kv):
+    """A hint for a crash: .view on a transposed input, or query heads meeting a wrong
+    number of repeated key-value heads."""
+    group = h // kv
+
+    def hint(error):
+        found = _MISMATCH.search(str(error))
+        if found and h in (int(found.group(1)), int(found.group(2))) and kv < h:
+            other = [int(x) for x in found.groups() if int(x) != h]
+            got = f"{other[0]} heads" if other else "another number of heads"
+            if other and other[0] == kv * kv:
+                got += (f", num_kv_heads x num_kv_heads = {kv} x {kv}: each key-value head "
+                        f"repeated num_kv_heads = {kv} times")
+            return (f"the {h} query heads met {got}. Here num_heads = {h}, num_kv_heads = "
+                    f"{kv}: repeat each key-value head num_heads // num_kv_heads = {group} "
+                    f"times, K.repeat_interleave({group}, dim=1), so that K and V have "
+                    f"{h} heads.")
+        return _view_hint(error)
+    return hint
+
+
 @checker("grouped_query_attention")
 def check_grouped_query_attention(fn):
     """Check `fn(Q, K, V)` for Q (batch, num_heads, m, head_size) and K, V (batch,
@@ -497,7 +585,7 @@ def check_grouped_query_attention(fn):
             given = [x.transpose(1, 2).clone().transpose(1, 2) for x in given]
         with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
             out = call(fn, *given, name="grouped_query_attention", case=case,
-                       hint_on_error=_view_hint)
+                       hint_on_error=_gqa_error_hint(Q.shape[1], K.shape[1]))
         if isinstance(out, torch.Tensor) and out.dim() == 4 and out.shape[1] == K.shape[1] \
                 and K.shape[1] != Q.shape[1]:
             fail(f"the output has {out.shape[1]} heads on {case}, as many as the key-value "
@@ -508,6 +596,8 @@ def check_grouped_query_attention(fn):
         tol = dict(atol=2e-3 if large else 1e-5, rtol=1e-4)
         if Q.dtype == torch.float16:  # a few float16 rounding steps (2^-11 = 0.0005)
             tol = dict(atol=4e-3, rtol=4e-3)
+        if Q.dtype == torch.bfloat16:  # a few bfloat16 rounding steps (2^-8 = 0.004)
+            tol = dict(atol=3e-2, rtol=3e-2)
         if large and isinstance(out, torch.Tensor) and out.is_floating_point() \
                 and not torch.isfinite(out).all():
             fail(f"the output contains NaN or inf on {case}.",
@@ -536,6 +626,7 @@ def check_grouped_query_attention(fn):
                 hint = ("the output is close, but not within float32's rounding: is a step "
                         "computed in float16 or bfloat16? Keep the input's dtype throughout.")
             expect_close(out, _gqa(Q, K, V), what="the output", case=case, **tol, hint=hint)
+        expect_float64_accuracy(out, _gqa(Q, K, V), case=case)
         seen.setdefault(shapes, (K, V))
     # A decoding loop updates its key-value cache in place: the same tensors, new values.
     g = torch.Generator().manual_seed(15)

@@ -324,9 +324,10 @@ def W_26_min_fill_but_zero_rows_by_sum_check(X, valid_lens):
     return w.masked_fill(uniform, 0.0)
 
 
-# Accepted on purpose: it raises IndexError only for a valid_len above num_keys, which
-# exercise 3.1 does not call legal (lengths count keys, at most num_keys).
-def A_27_lookup_table_unclamped(X, valid_lens):
+# Was accepted on purpose while exercise 3.1 was silent on lengths above num_keys; the
+# checker tests them since round 5 and the text now says that they make every key valid,
+# so the IndexError it raises there is a fault (W_).
+def W_27_lookup_table_unclamped(X, valid_lens):
     # the same lookup table without clamping: IndexError for a length > num_keys
     if valid_lens is None:
         return torch.softmax(X, -1)

@@ -4,7 +4,7 @@ copied from /work/redteam/round6/A/sols/ch01_softmax.py with the names W01_x wri
 The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass); S_
 entries are not run, and A_ entries are wrong ones accepted on purpose (see each).
 
-Round 6 changed S03 to O_04 and W19 to A_19 (see each).
+Round 6 changed S03 to O_04 (see it); W_19 was A_19 until session 21 (float64 accuracy).
 """
 # flake8: noqa
 import torch
@@ -151,11 +151,9 @@ def S_01_torch_special_softmax(scores):
 def S_02_nn_softmax_module(scores):
     return torch.nn.Softmax(dim=-1)(scores)
 
-# Accepted on purpose: float32 inside, cast back to float64 (error about 1e-8). The
-# exercise asks for the input's dtype, not float64 precision; the checkers' own dtype hint
-# says "if you compute in another dtype, cast the result back", and chapter 3's masked
-# softmax accepts the same (round1_ch03 'float32 inside, cast back', round5 A_31).
-def A_19_float32_inside_cast_back(scores):
+# Was accepted on purpose until session 21 (issue 12's float64 decision): a float64 input
+# asks for float64 accuracy in every checker (_core.expect_float64_accuracy), so this is W_.
+def W_19_float32_inside_cast_back(scores):
     # computes in float32 and casts back: float64 inputs lose precision (~1e-8 relative)
     x = scores.float()
     e = torch.exp(x - x.amax(-1, keepdim=True))

@@ -4,7 +4,7 @@ copied from /work/redteam/round6/A/sols/ch01_topk.py with the names W01_x writte
 The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass); S_
 entries are not run, and A_ entries are wrong ones accepted on purpose (see each).
 
-W07, W12 and W14 are right (the red team's report): O_ here; W20 is A_20.
+W07, W12 and W14 are right (the red team's report): O_ here; W_20 (was A_20 until the float64 decision).
 """
 # flake8: noqa
 import torch
@@ -196,11 +196,9 @@ def W_19_keys_detached(queries, keys, values, score, k):
     w = torch.softmax(s.masked_fill(s < kth, float("-inf")), -1)
     return w @ values, w
 
-# Accepted on purpose (the report counts it wrong but does not list it; it passed): float32
-# inside, cast back to float64 (error about 1e-8). As for check_softmax A_19: the
-# exercise asks for the input's dtype, not float64 precision, and the course's dtype
-# hint says to compute in another dtype and cast back.
-def A_20_float32_inside_cast_back(queries, keys, values, score, k):
+# Was accepted on purpose until session 21 (issue 12's float64 decision): a float64 input
+# asks for float64 accuracy in every checker (_core.expect_float64_accuracy), so this is W_.
+def W_20_float32_inside_cast_back(queries, keys, values, score, k):
     s = score(queries, keys)
     sf = s.float()
     kth = sf.topk(k, -1).values[:, -1:]

@@ -79,10 +79,9 @@ def W_04_full_sdpa_ignores_chunks(Q, K, V, chunk_size):
     return F.scaled_dot_product_attention(Q, K, V)
 
 
-# Accepted on purpose (lead's decision, round 6, course-wide): a float64 input computed
-# in float32 and cast back keeps the input's dtype, which is what the text asks for
-# (the dtype, not the precision).
-def A_05_float32_inside(Q, K, V, chunk_size):
+# Was accepted on purpose until session 21 (issue 12's float64 decision): a float64 input
+# asks for float64 accuracy in every checker (_core.expect_float64_accuracy), so this is W_.
+def W_05_float32_inside(Q, K, V, chunk_size):
     # computes in float32 whatever the input, casts back
     return C_01_reference(Q.float(), K.float(), V.float(), chunk_size).to(Q.dtype)
 

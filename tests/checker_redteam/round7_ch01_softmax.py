@@ -4,7 +4,7 @@ copied from /work/redteam/round7/A/sols/ch01_softmax.py with the names W01_x wri
 The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass); S_
 entries are not run, and A_ entries are wrong ones accepted on purpose (see each).
 
-W08 is A_08 (float32 precision for a float64 input, accepted course-wide).
+W08 (float32 precision for a float64 input) is W_08 since the float64 decision.
 """
 # flake8: noqa
 import math
@@ -93,10 +93,9 @@ def W_07_sum_over_dim1(scores):
     return e / e.sum(dim=1, keepdim=True)
 
 
-# Accepted on purpose (the lead's decision in rounds 6 and 7, course-wide): float64
-# computed in float32 and cast back. The exercise asks for the input's dtype, not
-# float64 precision (the error is about 1e-7).
-def A_08_float64_downcast(scores):
+# Was accepted on purpose until session 21 (issue 12's float64 decision): a float64 input
+# asks for float64 accuracy in every checker (_core.expect_float64_accuracy), so this is W_.
+def W_08_float64_downcast(scores):
     # computes in float32 whatever the input; casts back: float64 loses precision
     x = scores.float()
     e = torch.exp(x - x.max(-1, keepdim=True).values)

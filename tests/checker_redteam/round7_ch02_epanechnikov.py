@@ -217,10 +217,9 @@ def W_16_expanded_square(queries, keys, values, width=1.0):
     return w @ values, w
 
 
-# Accepted on purpose (the lead's decision in rounds 6 and 7, course-wide): float64
-# computed in float32 and cast back. The exercise asks for the input's dtype, not
-# float64 precision (the error is about 1e-7).
-def A_17_float32_inside(queries, keys, values, width=1.0):
+# Was accepted on purpose until session 21 (issue 12's float64 decision): a float64 input
+# asks for float64 accuracy in every checker (_core.expect_float64_accuracy), so this is W_.
+def W_17_float32_inside(queries, keys, values, width=1.0):
     # computes in float32 whatever the input, casts the results back
     q, k, v = queries.float(), keys.float(), values.float()
     u = (q[:, None] - k[None, :]) / width

@@ -101,10 +101,9 @@ def W_08_uniform_empty_rows(queries, keys, values, valid_lens=None):
     return torch.bmm(torch.softmax(scores, -1), values)
 
 
-# Accepted on purpose (lead's decision, round 6, course-wide): a float64 input computed
-# in float32 and cast back keeps the input's dtype, which is what the text asks for
-# (the dtype, not the precision).
-def A_09_float64_downcast(queries, keys, values, valid_lens=None):
+# Was accepted on purpose until session 21 (issue 12's float64 decision): a float64 input
+# asks for float64 accuracy in every checker (_core.expect_float64_accuracy), so this is W_.
+def W_09_float64_downcast(queries, keys, values, valid_lens=None):
     # float() everything, cast back
     out = C_01_reference(queries.float(), keys.float(), values.float(), valid_lens)
     return out.to(queries.dtype)

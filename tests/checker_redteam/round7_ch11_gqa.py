@@ -191,10 +191,9 @@ def W_16_causal_when_square(Q, K, V):
     return torch.softmax(s, -1) @ V
 
 
-# Accepted on purpose (lead's decision, round 6, course-wide): float64 input computed
-# in float32 and cast back. The exercise texts ask for the input's dtype, not its
-# precision, so this is not tested.
-def A_17_float32_math_for_float64(Q, K, V):
+# Was accepted on purpose until session 21 (issue 12's float64 decision): a float64 input
+# asks for float64 accuracy in every checker (_core.expect_float64_accuracy), so this is W_.
+def W_17_float32_math_for_float64(Q, K, V):
     g = Q.shape[1] // K.shape[1]
     out = _attn(Q.float(), K.repeat_interleave(g, 1).float(), V.repeat_interleave(g, 1).float())
     return out.to(Q.dtype)

@@ -357,10 +357,9 @@ def W_24_output_buffer_per_shape(Q, K, V, block_size, causal=False):
     return _OBUF[key].copy_(y)
 
 
-# Accepted on purpose (lead's decision, round 6, course-wide): float64 input computed
-# in float32 and cast back. The exercise texts ask for the input's dtype, not its
-# precision, so this is not tested.
-def A_25_float32_math_for_float64(Q, K, V, block_size, causal=False):
+# Was accepted on purpose until session 21 (issue 12's float64 decision): a float64 input
+# asks for float64 accuracy in every checker (_core.expect_float64_accuracy), so this is W_.
+def W_25_float32_math_for_float64(Q, K, V, block_size, causal=False):
     # computes in float32 whatever the inputs ("float32 is enough"), casts back at the end
     return _online(Q.float(), K.float(), V.float(), block_size, causal).to(Q.dtype)
 
