@@ -11,15 +11,17 @@ from ._core import CheckFailed, call, checker, expect_gradients, expect_tensor, 
 # -- Exercise 10.1: apply_rope -------------------------------------------------------------
 
 
-def _rope(x, positions, pairing="interleaved", sign=1.0, exponent=2.0):
+def _rope(x, positions, pairing="interleaved", sign=1.0, exponent=2.0, trig_dtype=None):
     """RoPE in float64, straight from the definition; the keyword arguments make the
     mistakes the checker recognises (another pairing, the other direction, other
-    frequencies)."""
+    frequencies, cos and sin rounded to `trig_dtype`)."""
     hs = x.shape[-1]
     j = torch.arange(hs // 2, dtype=torch.float64)
     theta = 10000.0 ** (-exponent * j / hs)                             # (hs/2,)
     angles = positions.to(torch.float64)[:, None] * theta               # (n, hs/2)
     cos, sin = angles.cos(), sign * angles.sin()
+    if trig_dtype is not None:
+        cos, sin = cos.to(trig_dtype).double(), sin.to(trig_dtype).double()
     x = x.to(torch.float64)
     if pairing == "half":
         x0, x1 = x[..., :hs // 2], x[..., hs // 2:]
@@ -111,7 +113,32 @@ def _rope_cases():
         ("x of shape (3, 6, 12) at positions [40, 12, 7, 5, 3, 0] (the positions of an "
          "earlier case, in another order)", randn(3, 6, 12),
          torch.tensor([40, 12, 7, 5, 3, 0]), 1e-3),
+        # The positions of an earlier case at another head size: cos and sin cached by the
+        # positions alone would have the wrong number of frequencies.
+        ("x of shape (2, 4, 16) at positions [0, 3, 6, 9] (the positions of an earlier "
+         "case, now with head size 16, not 8)", randn(2, 4, 16),
+         torch.tensor([0, 3, 6, 9]), 1e-3),
+        # float16, then float32 at the same positions and head size: cos and sin cached in
+        # the dtype of the first call would be float16 in the float32 call. At positions
+        # below 10, float32 is good to about 3e-6 here, float16's cos and sin to 2.4e-4.
+        ("float16 x of shape (2, 3, 8, 32) at positions [3, 1, 4, 1, 5, 9, 2, 6]",
+         randn(2, 3, 8, 32, dtype=torch.float16), torch.tensor([3, 1, 4, 1, 5, 9, 2, 6]),
+         1e-2),
+        ("x of shape (3, 8, 32) at positions [3, 1, 4, 1, 5, 9, 2, 6] (float32, after a "
+         "float16 call at the same positions and head size)", randn(3, 8, 32),
+         torch.tensor([3, 1, 4, 1, 5, 9, 2, 6]), 2e-5),
+        # ... and the same after bfloat16 (this pair runs with the bfloat16 cases).
+        ("bfloat16 x of shape (2, 6, 24) at positions [2, 7, 1, 8, 2, 8]",
+         randn(2, 6, 24, dtype=torch.bfloat16), torch.tensor([2, 7, 1, 8, 2, 8]), 3e-2),
+        ("x of shape (1, 6, 24) at positions [2, 7, 1, 8, 2, 8] (float32, after a bfloat16 "
+         "call at the same positions and head size)", randn(1, 6, 24),
+         torch.tensor([2, 7, 1, 8, 2, 8]), 2e-5),
     ]
+
+
+# The cases that run with the bfloat16 ones, after the gradient check: a float32 call that
+# must follow a bfloat16 call.
+_AFTER_BFLOAT16 = "after a bfloat16 call"
 
 
 _PAIRING_HINT = (
@@ -155,6 +182,16 @@ def _diagnose_rope(out, x, positions, case, earlier=()):
                 "(rotated at their own positions) would be wrong.")
     if same(x.double()):
         return "your output equals x: nothing is rotated."
+    exact = (out.double() - _rope(x, positions)).abs().max()
+    if x.dtype in (torch.float32, torch.float64):
+        for half in (torch.float16, torch.bfloat16):
+            rounded = _rope(x, positions, trig_dtype=half)
+            if (out.double() - rounded).abs().max() < exact / 4:
+                return (f"your cos and sin are rounded to {half} here, though x is "
+                        f"{x.dtype}: compute them in float32 (float64 for a float64 x) at "
+                        "every call. If you cache them, key the cache by the dtype too: an "
+                        "earlier half-precision call at the same positions and head size "
+                        "must not decide the precision of a later float32 call.")
     if x.dtype == torch.float16 and same(_rope(x, positions)) is False:
         close = torch.allclose(out.double(), _rope(x, positions), atol=0.3, rtol=0.1)
         if close or (out.double() - _rope(x, positions)).abs().max() < 3:
@@ -183,9 +220,24 @@ def _view_hint(error):
     return view_hint(error, "this x (q.transpose(1, 2), as attention splits heads)")
 
 
-def _call_rope(fn, x, positions, case):
+def _call_rope(fn, x, positions, case, other_sizes=()):
+    """`other_sizes`: the head sizes of earlier calls at the same positions."""
     before, positions_before = x.clone(), positions.clone()
-    out = call(fn, x, positions, name="apply_rope", case=case, hint_on_error=_view_hint)
+
+    def hint_on_error(error):
+        d = x.shape[-1]
+        if isinstance(error, ValueError) and d % 2 == 0:
+            return (f"{d} is even, a valid feature size: only an odd d (x.shape[-1] % 2 "
+                    "== 1) must raise. Check the condition of your raise.")
+        if other_sizes:
+            sizes = " and ".join(str(s) for s in other_sizes)
+            return (f"an earlier call had these same positions with head size {sizes}, "
+                    f"this one has {d}: the frequencies theta_j (and so cos and sin) "
+                    "depend on d too. If you cache them, key the cache by the positions, d "
+                    "and the dtype; or compute them at every call.")
+        return _view_hint(error)
+
+    out = call(fn, x, positions, name="apply_rope", case=case, hint_on_error=hint_on_error)
     expect_tensor(out, x.shape, x.dtype, what="apply_rope's output", case=case)
     if out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
         fail(f"apply_rope returned x itself (or a view of x) on {case}: the exercise asks "
@@ -205,11 +257,16 @@ def _check_rope_values(fn, bfloat16=False):
     run after the gradient check: NumPy has no bfloat16, and a NumPy round trip is better
     told that it loses the gradient)."""
     seen = {}                                   # (n, d) -> positions of earlier calls
+    sizes = []                                  # (positions, d) of earlier calls
     for case, x, positions, tol in _rope_cases():
-        if (x.dtype == torch.bfloat16) != bfloat16:
+        late = x.dtype == torch.bfloat16 or _AFTER_BFLOAT16 in case
+        if late != bfloat16:
             continue
         earlier = seen.setdefault(tuple(x.shape[-2:]), [])
-        out = _call_rope(fn, x, positions, case)
+        d = x.shape[-1]
+        other_sizes = sorted({size for before, size in sizes
+                              if size != d and torch.equal(before, positions)})
+        out = _call_rope(fn, x, positions, case, other_sizes)
         norms_in = x.double().norm(dim=-1)
         norms_out = out.double().norm(dim=-1)
         if not torch.allclose(norms_out, norms_in, atol=tol * 10, rtol=tol * 10):
@@ -231,8 +288,34 @@ def _check_rope_values(fn, bfloat16=False):
                  _diagnose_rope(out, x, positions, case, earlier))
         _expect_half_precision(out, x, positions, case)
         earlier.append(positions)
+        sizes.append((positions, d))
     if bfloat16:
         return
+    # A decoding loop that keeps one positions tensor and moves it on in place
+    # (positions += 4): its id() and data_ptr() stay the same at every step.
+    g = torch.Generator().manual_seed(14)
+    x = torch.randn(2, 4, 8, generator=g)
+    positions = torch.arange(700, 704)
+    earlier = []
+    for step in range(4):
+        first = 700 + 4 * step
+        case = (f"x of shape (2, 4, 8) at positions {first}..{first + 3} (step {step + 1} "
+                "of a decoding loop that keeps one positions tensor and adds 4 to it in "
+                "place after each step)")
+        out = _call_rope(fn, x, positions, case)
+        expected = _rope(x, positions)
+        if not torch.allclose(out.double(), expected, atol=1e-3, rtol=1e-3):
+            diff = (out.double() - expected).abs()
+            fail(f"apply_rope is wrong on {case}: largest difference "
+                 f"{diff.max().item():.3g}.",
+                 _diagnose_rope(out, x, positions, case, earlier) + " (This loop changes "
+                 "the values of one positions tensor in place, as a decoding loop may "
+                 "(positions += 1): its id and data_ptr stay the same, so a cache keyed "
+                 "by id(positions) or positions.data_ptr() serves stale angles. Key a cache by the positions' values, "
+                 "or compute cos and sin at every call.)")
+        earlier.append(positions.clone())
+        positions.add_(4)
+    del positions, out
     # A decoding loop: a fresh positions tensor at every step, freed after the call (so
     # Python may give the next one the same id()).
     g = torch.Generator().manual_seed(13)
@@ -369,6 +452,8 @@ def _slopes_integer_division(num_heads):
                      if c < num_heads else [])
 
 
+# Above the diagonal: the natural -m (i - j) there is below 150 in size at n = 300.
+_ALIBI_ABOVE_LIMIT = 1e4
 _ALIBI_CASES = [(8, 10), (4, 6), (1, 5), (2, 3), (6, 12), (12, 7), (3, 50), (5, 9),
                 (16, 300), (7, 2), (4, 1), (8, 40),  # (8, 40): 8 heads again, a longer n
                 (5, 10), (6, 12)]  # n = 10 again with 5 heads, then (6, 12) once more
@@ -444,11 +529,34 @@ def _check_alibi_case(fn, h, n, earlier=()):
                  "+inf: a mask that is added to the scores (scores + bias + mask, or a "
                  "float attn_mask) gives (+inf) + (-inf) = NaN there, and one NaN score "
                  "makes its whole softmax row NaN.")
+        above = bias[:, ~below].double()
+        if (above > _ALIBI_ABOVE_LIMIT).any():
+            fail(f"alibi_bias has {above.max().item():.3g} above the diagonal (keys j > i) "
+                 f"on {case}: a huge positive number where the causal mask must hide the "
+                 "score.",
+                 "fill the entries the causal mask hides with a finite number of moderate "
+                 "size (the natural -m (i - j) there is fine), a large negative one or "
+                 "-inf, not a huge positive number such as torch.finfo(torch.float32).max: "
+                 "a score plus 3.4e38 overflows to +inf, and adding a mask (-inf, or "
+                 "finfo.min) then gives (+inf) + (-inf) = NaN, a NaN softmax row; a "
+                 "smaller huge number such as 1e30 outweighs a finite mask such as -1e9 "
+                 "and takes all the weight.")
     if isinstance(bias, torch.Tensor) and bias.dim() == 3 and bias.shape[0] != h and \
             (bias.shape[0], n) in earlier:
         hint = (f"this is the shape of an earlier call's output (num_heads="
                 f"{bias.shape[0]}, n={n}): the bias depends on num_heads too. Compute it at "
                 "every call (a cache must be keyed by (num_heads, n)).")
+    if isinstance(bias, torch.Tensor) and bias.shape != (h, n, n):
+        # The same call again: another answer means state kept (and changed) between calls.
+        again = call(fn, h, n, name="alibi_bias", case=case + ", called a second time")
+        if not isinstance(again, torch.Tensor) or again.shape != bias.shape:
+            shape = (tuple(again.shape) if isinstance(again, torch.Tensor) else
+                     type(again).__name__)
+            hint = (f"a second call with the same num_heads={h}, n={n} returns {shape}: "
+                    "your function keeps state between calls and changes it (e.g. a cached "
+                    "list of slopes that .extend(), .append() or += changes in place, so "
+                    "every call adds to it). Build a new list at every call, or copy the "
+                    "cached one before adding to it.")
     expect_tensor(bias, (h, n, n), what="alibi_bias's output", case=case, hint=hint)
     if bias.dtype != torch.float32:
         fail(f"alibi_bias's output has dtype {bias.dtype} on {case}; expected torch.float32, "
