@@ -515,3 +515,65 @@ def test_alibi_round7_cache_by_n_and_rounded_values():
     text = rejects(checks.check_alibi_bias, r7.W_16_rounded_to_3_decimals,
                    "rounded to 3 decimals")
     assert "at long distances" not in text
+
+
+def test_apply_rope_round8_caches_and_messages():
+    from checker_redteam import round8_ch10_rope as r8
+    # cos and sin cached by the positions alone: the same positions at head sizes 8 and 16.
+    rejects(checks.check_apply_rope, r8.W_19_cache_keyed_on_positions_only,
+            "x of shape (2, 4, 16) at positions [0, 3, 6, 9]",
+            "with head size 8, this one has 16")
+    # cos and sin cached in the first call's dtype: float32 after float16.
+    rejects(checks.check_apply_rope, r8.W_20_cache_cos_sin_ignores_dtype,
+            "float32, after a float16 call", "rounded to torch.float16")
+    # a cache keyed by data_ptr(): one positions tensor moved on in place, every run.
+    rejects(checks.check_apply_rope, r8.W_17_cache_keyed_on_data_ptr,
+            "keeps one positions tensor", "positions.data_ptr()")
+    # a ValueError on an even d: the message says the d is even and valid.
+    rejects(checks.check_apply_rope, r8.W_04_rejects_d_not_multiple_of_4,
+            "raised ValueError: d = 6 must be even", "6 is even, a valid feature size")
+
+
+_bfloat16_trig = {}
+
+
+def rope_bfloat16_trig_cached(x, positions):  # wrong: cos and sin cached after bfloat16
+    key = (tuple(positions.tolist()), x.shape[-1])
+    if x.dtype == torch.bfloat16 and key not in _bfloat16_trig:
+        d = x.shape[-1]
+        theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+        angles = positions.double()[:, None] * theta
+        _bfloat16_trig[key] = (angles.cos().bfloat16(), angles.sin().bfloat16())
+    if key not in _bfloat16_trig:
+        return rope(x, positions, angle_dtype=torch.float64 if x.dtype == torch.float64
+                    else torch.float32)
+    cos, sin = (t.to(x.dtype) for t in _bfloat16_trig[key])
+    x0, x1 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x0 * cos - x1 * sin, x0 * sin + x1 * cos], dim=-1).flatten(-2)
+
+
+def test_apply_rope_round8_float32_after_bfloat16():
+    _bfloat16_trig.clear()
+    rejects(checks.check_apply_rope, rope_bfloat16_trig_cached,
+            "float32, after a bfloat16 call", "rounded to torch.bfloat16")
+
+
+def test_alibi_round8_state_and_huge_numbers_above_the_diagonal():
+    from checker_redteam import round8_ch10_alibi as r8
+    # a cached slope list extended in place: a second call gives another shape.
+    rejects(checks.check_alibi_bias, r8.W_01_cached_slope_list_mutated,
+            "shape (7, 9, 9) on num_heads=5, n=9",
+            "a second call with the same num_heads=5, n=9 returns (8, 9, 9)",
+            "keeps state between calls")
+    rejects(checks.check_alibi_bias, r8.W_18_upper_filled_with_float32_max,
+            "3.4e+38 above the diagonal", "a huge positive number",
+            "torch.finfo(torch.float32).max")
+    upper = lambda n: torch.ones(n, n, dtype=torch.bool).triu(1)  # noqa: E731
+    rejects(checks.check_alibi_bias, lambda h, n: alibi(h, n).masked_fill(upper(n), 1e30),
+            "1e+30 above the diagonal")
+    # Large negative numbers hide the entry as -inf does: accepted, as is the natural
+    # -m (i - j) above the diagonal (up to about 150 at n = 300; the solution's answer).
+    for fill in (torch.finfo(torch.float32).min, -1e9):
+        accepts(checks.check_alibi_bias,
+                lambda h, n, fill=fill: alibi(h, n).masked_fill(upper(n), fill))
+    accepts(checks.check_alibi_bias, alibi)
