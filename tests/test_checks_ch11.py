@@ -383,3 +383,25 @@ def test_grouped_query_attention_round7_messages():
             "float16 inputs", "expected torch.float16")
     rejects(check_grouped_query_attention, r7.W_13_bfloat16_math_for_half,
             "float16 inputs")
+
+
+# -- Round 8 red team (tests/checker_redteam/round8_ch11_*.py) -----------------------------
+
+def test_online_softmax_round8_bfloat16_and_value_dim_messages():
+    from checker_redteam import round8_ch11_online as r8
+    rejects(check_online_softmax_attention, r8.W_24_bfloat16_returns_float32,
+            "bfloat16 inputs", "expected torch.bfloat16")
+    rejects(check_online_softmax_attention, r8.W_02_acc_shaped_like_Q,
+            "must match the size of tensor b",
+            "d = 4 (the size of Q and K) and value_dim = 5",
+            "the running weighted sum of values has value_dim columns")
+
+
+def test_grouped_query_attention_round8_messages():
+    from checker_redteam import round8_ch11_gqa as r8
+    rejects(check_grouped_query_attention, r8.W_20_bfloat16_returns_float32,
+            "bfloat16 inputs", "expected torch.bfloat16")
+    rejects(check_grouped_query_attention, r8.W_04_repeat_interleave_by_hkv,
+            "must match the size of tensor b", "the 6 query heads met 9 heads",
+            "each key-value head repeated num_kv_heads = 3 times",
+            "K.repeat_interleave(2, dim=1)")

@@ -521,3 +521,55 @@ def test_round7_unpatchify_height_not_a_multiple_while_the_product_fits():
             "a height, 6, that is not a multiple of patch_size=4")
     rejects(checks.check_unpatchify, W_06_loop_under_no_grad,
             "does not depend on the patches for autograd")
+
+
+# -- Round 8 red team (tests/checker_redteam/round8_ch12_*.py) -----------------------------
+
+def test_round8_patchify_cache_and_half_dtypes():
+    from checker_redteam import round8_ch12_patchify as r8
+    rejects(checks.check_patchify, r8.W_16_cache_ignores_patch_size,
+            "images of shape (2, 1, 8, 8) with patch_size=4",
+            "expected (b, (H / p) * (W / p)",
+            "the shape of an earlier call's result",
+            "images of shape (2, 1, 8, 8) with patch_size=2")
+    rejects(checks.check_patchify, r8.W_17_cache_ignores_channels,
+            "images of shape (2, 3, 8, 8) with patch_size=2",
+            "the shape of an earlier call's result")
+    rejects(checks.check_patchify, r8.W_18_half_upcast,
+            "float16 random images", "expected torch.float16")
+
+
+def test_round8_unpatchify_cache_totals_and_half_dtypes():
+    from checker_redteam import round8_ch12_unpatchify as r8
+    rejects(checks.check_unpatchify, r8.W_13_N_check_by_total_pixels,
+            "patches of shape (2, 20, 6) with patch_size=2, image_size=(10, 12)",
+            "returned a result", "the totals agree, the sizes do not", "(20 or 6 here)")
+    for fn in (r8.W_16_cache_ignores_image_size, r8.W_17_cache_ignores_patch_length):
+        rejects(checks.check_unpatchify, fn, "the shape of an earlier call's result",
+                "image_size or the patch length")
+    rejects(checks.check_unpatchify, r8.W_18_half_upcast,
+            "float16 random patches", "expected torch.float16")
+
+
+def test_round8_unpatchify_two_wrong_sizes_either_may_be_named():
+    def only_count(patches, patch_size, image_size):
+        (H, W), p = image_size, patch_size
+        if H % p or W % p:
+            raise ValueError(f"height {H} or width {W} is not a multiple of patch size {p}")
+        if patches.shape[1] != (H // p) * (W // p):
+            raise ValueError(f"{patches.shape[1]} patches were given, but the image has "
+                             f"{(H // p) * (W // p)}")
+        if patches.shape[2] % (p * p):
+            raise ValueError(f"patches of length {patches.shape[2]} are not c * {p * p}")
+        c = patches.shape[2] // (p * p)
+        X = patches.reshape(patches.shape[0], H // p, W // p, c, p, p)
+        return X.permute(0, 3, 1, 4, 2, 5).reshape(patches.shape[0], c, H, W)
+
+    def length_first(patches, patch_size, image_size):
+        p = patch_size
+        if patches.shape[2] % (p * p):
+            raise ValueError(f"patches of length {patches.shape[2]} are not c * {p * p}")
+        return only_count(patches, patch_size, image_size)
+
+    accepts(checks.check_unpatchify, only_count)
+    accepts(checks.check_unpatchify, length_first)

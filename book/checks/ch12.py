@@ -18,8 +18,17 @@ from ._core import call, checker, expect_tensor, fail, passed
 # (batch, channels, height, width, patch_size): the chapter's digits first, then the inputs
 # that catch a solution right only on square images, one channel, batch 1 or one patch size.
 # (2, 3, 4, 16, 2) is not square but has a square number of patches, 2 x 8 = 16 (not 4 x 4).
+# Then the first case's images at another patch size, with another number of channels, and
+# 12 patches of 12 numbers for a 6 x 8 and for an 8 x 6 image: a cache that keys on part of
+# the arguments (the image shape without p, H W p without c, the patches' shape without
+# image_size) serves an earlier call's layout.
 _CASES = [(2, 1, 8, 8, 2), (3, 3, 6, 10, 2), (1, 2, 12, 8, 4), (2, 1, 4, 4, 2),
-          (2, 3, 4, 6, 1), (2, 2, 6, 6, 6), (3, 2, 9, 6, 3), (2, 3, 4, 16, 2)]
+          (2, 3, 4, 6, 1), (2, 2, 6, 6, 6), (3, 2, 9, 6, 3), (2, 3, 4, 16, 2),
+          (2, 1, 8, 8, 4), (2, 3, 8, 8, 2), (2, 3, 6, 8, 2), (2, 3, 8, 6, 2)]
+STATE_HINT = ("it is the shape of an earlier call's result, on {earlier}: does your "
+              "function keep something between calls (a cache, an index built once) that "
+              "ignores {ignored}? Compute everything from the arguments of each call, or "
+              "key a cache on all of them.")
 # Shapes that patches do not tile: (images shape, patch_size, the number the message names).
 _UNTILED = [((2, 1, 9, 12), 4, "9"), ((2, 1, 8, 10), 4, "10"), ((1, 3, 6, 7), 3, "7")]
 
@@ -141,13 +150,18 @@ def _expect_rejection(fn, args, name, case, must_name, what_is_wrong, side, patc
     height or the width is wrong, names that side, not the other; and the patch size, when
     `patch_size` is given)."""
     p = args[1]
+    if isinstance(must_name, tuple):  # several sizes are wrong: naming one is enough
+        names = must_name
+        must_name = " or ".join(names)
+    else:
+        names = (must_name,)
     try:
         out = fn(*args)
     except NotImplementedError:
         fail(f"{name} is not implemented yet: replace the `raise NotImplementedError(...)` "
              "line with your code.")
     except Exception as error:  # the learner's code refused: with a clear message?
-        if _names(error, must_name):
+        if any(_names(error, name) for name in names):
             other = {"height": "width", "width": "height"}.get(side)
             text = str(error).lower()
             if other and other in text and side not in text:
@@ -155,7 +169,7 @@ def _expect_rejection(fn, args, name, case, must_name, what_is_wrong, side, patc
                      f"names the {other}, but it is the {side} that is wrong "
                      f"({what_is_wrong}).",
                      f"name the {side} in the message, e.g. "
-                     f"\"{_example(side, must_name)}\" (a swapped label sends the reader "
+                     f"\"{_example(side, names[0])}\" (a swapped label sends the reader "
                      "to fix the wrong axis).")
             if patch_size is not None and not _names(error, patch_size):
                 fail(f"on {case} {name} raised ValueError({str(error)!r}), which names the "
@@ -174,7 +188,7 @@ def _expect_rejection(fn, args, name, case, must_name, what_is_wrong, side, patc
             fail(f"on {case} {name} raised ValueError({str(error)!r}), which does not say "
                  f"which size is wrong ({must_name}).",
                  f"{what_is_wrong}; say so in the message, with the numbers, e.g. "
-                 f"\"{_example(side, must_name)}\".")
+                 f"\"{_example(side, names[0])}\".")
         fail(f"on {case} {name} raised {kind}: {error}\n  Its message should say what is "
              f"wrong: {what_is_wrong}.",
              "check the sizes at the start of the function and raise ValueError(...) with a "
@@ -226,6 +240,7 @@ def check_patchify(fn):
     """Check `fn(images, patch_size)`: (b, c, H, W) -> (b, (H/p)(W/p), c p p), patches row by
     row, (channel, row, column) inside each; shapes that patches do not tile raise
     ValueError; gradients pass through; the dtype is kept."""
+    shapes = {}  # the shape of each earlier result: the case it came from
     for b, c, H, W, p in _CASES:
         case = _case((b, c, H, W), p)
         images = _coordinates(b, c, H, W)
@@ -233,6 +248,11 @@ def check_patchify(fn):
         out = call(fn, images, p, name="patchify", case=case)
         expected = _patchify(images, p)
         expect_tensor(out, None, what="patchify(images, patch_size)", case=case)
+        if tuple(out.shape) != tuple(expected.shape) and tuple(out.shape) in shapes:
+            fail(f"patchify(images, patch_size) has shape {tuple(out.shape)} on {case}; "
+                 f"expected (b, (H / p) * (W / p), c * p * p) = {tuple(expected.shape)}.",
+                 STATE_HINT.format(earlier=shapes[tuple(out.shape)],
+                                   ignored="the patch size or the number of channels"))
         if tuple(out.shape) != tuple(expected.shape):
             fail(f"patchify(images, patch_size) has shape {tuple(out.shape)} on {case}; "
                  f"expected (b, (H / p) * (W / p), c * p * p) = {tuple(expected.shape)}.",
@@ -248,6 +268,7 @@ def check_patchify(fn):
             fail(f"patchify(images, patch_size) has the right shape but the wrong layout on "
                  f"{case}: " + _diagnose(out, expected, _known_layouts(images, p),
                                           "the output", case) + ".", _LAYOUT)
+        shapes.setdefault(tuple(expected.shape), case)
     # The first case's shape again, with other values: the first result must not change
     # (call() compares every earlier result with a copy of it after each call).
     images = torch.randn(2, 1, 8, 8, generator=torch.Generator().manual_seed(13))
@@ -276,6 +297,15 @@ def check_patchify(fn):
     upstream = torch.randn(3, 6, 8, generator=g, dtype=torch.float64)
     _expect_gradient(images, out, upstream, _unpatchify(upstream, 2, (6, 4)), "patchify",
                      case)
+    # float16 and bfloat16 stay what they are: patchify moves numbers, it computes none.
+    for dtype in (torch.float16, torch.bfloat16):
+        images = torch.randn(2, 3, 4, 6, generator=g).to(dtype)
+        case = f"{str(dtype)[6:]} random images of shape (2, 3, 4, 6) with patch_size=2"
+        out = call(fn, images, 2, name="patchify", case=case)
+        expect_tensor(out, (2, 6, 12), dtype, what="patchify(images, patch_size)",
+                      case=case)
+        if not torch.equal(out, _patchify(images, 2)):
+            fail(f"patchify(images, patch_size) is wrong on {case}.", _LAYOUT)
     # Shapes that patches do not tile.
     for shape, p, must_name in _UNTILED:
         side = "height" if shape[2] % p else "width"
@@ -289,6 +319,7 @@ def check_patchify(fn):
 def check_unpatchify(fn):
     """Check `fn(patches, patch_size, image_size)`: the inverse of patchify, (b, num_patches,
     c p p) -> (b, c, H, W) with image_size = (H, W); inconsistent sizes raise ValueError."""
+    shapes = {}  # the shape of each earlier result: the case it came from
     for b, c, H, W, p in _CASES:
         images = _coordinates(b, c, H, W)
         patches = _patchify(images, p)
@@ -298,6 +329,11 @@ def check_unpatchify(fn):
         out = call(fn, patches, p, (H, W), name="unpatchify", case=case,
                    hint_on_error=_wrong_patch_size_hint(p))
         expect_tensor(out, None, what="unpatchify(patches, patch_size, image_size)", case=case)
+        if tuple(out.shape) != (b, c, H, W) and tuple(out.shape) in shapes:
+            fail(f"unpatchify(patches, patch_size, image_size) has shape "
+                 f"{tuple(out.shape)} on {case}; expected (b, c, H, W) = {(b, c, H, W)}.",
+                 STATE_HINT.format(earlier=shapes[tuple(out.shape)],
+                                   ignored="image_size or the patch length"))
         if tuple(out.shape) != (b, c, H, W):
             fail(f"unpatchify(patches, patch_size, image_size) has shape {tuple(out.shape)} on "
                  f"{case}; expected (b, c, H, W) = {(b, c, H, W)}.",
@@ -309,6 +345,7 @@ def check_unpatchify(fn):
             fail(f"unpatchify(patches, patch_size, image_size) has the right shape but the "
                  f"wrong layout on {case}: " + _diagnose_image(out, images, patches, p) + ".",
                  _LAYOUT + " Undo patchify's steps in reverse order.")
+        shapes.setdefault((b, c, H, W), case)
     # The first case's shape again, with other values: the first result must not change
     # (call() compares every earlier result with a copy of it after each call).
     images = torch.randn(2, 1, 8, 8, generator=torch.Generator().manual_seed(22))
@@ -332,6 +369,16 @@ def check_unpatchify(fn):
     upstream = torch.randn(3, 2, 6, 4, generator=g, dtype=torch.float64)
     _expect_gradient(patches, out, upstream, _patchify(upstream, 2), "unpatchify", case,
                      inputs="patches")
+    for dtype in (torch.float16, torch.bfloat16):
+        patches = torch.randn(2, 6, 12, generator=g).to(dtype)
+        case = (f"{str(dtype)[6:]} random patches of shape (2, 6, 12) with patch_size=2, "
+                "image_size=(4, 6)")
+        out = call(fn, patches, 2, (4, 6), name="unpatchify", case=case)
+        expect_tensor(out, (2, 3, 4, 6), dtype,
+                      what="unpatchify(patches, patch_size, image_size)", case=case)
+        if not torch.equal(out, _unpatchify(patches, 2, (4, 6))):
+            fail(f"unpatchify(patches, patch_size, image_size) is wrong on {case}.",
+                 _LAYOUT + " Undo patchify's steps in reverse order.")
     rejections = [
         (torch.zeros(2, 2, 16), 4, (9, 8), "9", "height",
          "image_size (9, 8) has a height, 9, that is not a multiple of patch_size=4"),
@@ -358,6 +405,13 @@ def check_unpatchify(fn):
          "a 6 x 8 image has 12 patches of 2 x 2, but 3 were given"),
         (torch.zeros(2, 16, 6), 2, (8, 8), "6", "length",
          "a patch of 2 x 2 pixels has c * 4 numbers, but the patches have 6"),
+        # Both the number of patches and their length are wrong, and yet 20 patches of 6
+        # numbers hold 120 = 10 x 12 numbers, one channel's worth: a check of the totals
+        # alone (N L == c H W with c = L // (p p)) passes. Either number may be named.
+        (torch.zeros(2, 20, 6), 2, (10, 12), ("20", "6"), "patches",
+         "a 10 x 12 image has 30 patches of 2 x 2, but 20 were given, and a patch of 2 x 2 "
+         "pixels has c * 4 numbers, but the patches have 6 (20 x 6 = 120 = 10 x 12: the "
+         "totals agree, the sizes do not)"),
     ]
     for patches, p, size, must_name, side, wrong in rejections:
         case = f"patches of shape {tuple(patches.shape)} with patch_size={p}, image_size={size}"
