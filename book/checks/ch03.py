@@ -135,6 +135,22 @@ def _masked_softmax_cases_round7():
          torch.tensor([[1, 2, 3, 4], [4, 0, 2, 1]])),
         ("square X of shape (2, 4, 4) (as many queries as keys), valid_lens None (no mask)",
          torch.randn(2, 4, 4, generator=g), None),
+        *_masked_softmax_cases_round8(),
+    ]
+
+
+def _masked_softmax_cases_round8():
+    """Cases added after red-team round 8: per-query lengths that are a transposed view
+    (.view() cannot flatten them) and float32 lengths above 255 (a cast to uint8 or int8
+    wraps them around; the float16 case with 4,100 keys caught it, under float16's hint)."""
+    g = torch.Generator().manual_seed(308)
+    return [
+        ("X of shape (2, 3, 5), valid_lens torch.tensor([[1, 2], [3, 4], [5, 0]]).T (the "
+         "per-query lengths [[1, 3, 5], [2, 4, 0]] as a transposed view, not contiguous in "
+         "memory)", torch.randn(2, 3, 5, generator=g),
+         torch.tensor([[1, 2], [3, 4], [5, 0]]).T),
+        ("X of shape (2, 2, 300), valid_lens [[257, 300], [3, 299]] (lengths above 255)",
+         torch.randn(2, 2, 300, generator=g), torch.tensor([[257, 300], [3, 299]])),
     ]
 
 
@@ -171,6 +187,25 @@ def _stale_lens(W, X, valid_lens, earlier, atol, case):
              f"{old.tolist()} (of the same shape) give: your function keeps a mask computed "
              "in an earlier call (a cache keyed by shape, a default argument, a global).",
              _EARLIER_HINT)
+
+
+def _wrapped_lens(W, X, lens, atol, case):
+    """Fail if the weights are what the lengths cast to an 8-bit integer dtype give (they
+    wrap around at 256: 257 becomes 1; added after red-team round 8)."""
+    __tracebackhide__ = True
+    if int(lens.max()) < 128:
+        return
+    for dtype, name in ((torch.uint8, "torch.uint8 (.byte())"),
+                        (torch.int8, "torch.int8 (.char())")):
+        wrapped = lens.to(dtype).long()
+        if is_close(W, _reference_masked_softmax(X, None, lens=wrapped), atol=atol,
+                    rtol=1e-3):
+            at = (lens != wrapped).nonzero()[0]
+            fail(f"the weights are wrong on {case}: they are what the lengths give after a "
+                 f"cast to {name}, which keeps only their lowest 8 bits (a length of "
+                 f"{int(lens[tuple(at)])} becomes {int(wrapped[tuple(at)])}).",
+                 "keep valid_lens in its integer dtype (torch.long): compare "
+                 "torch.arange(num_keys) with valid_lens[..., None] as they are.")
 
 
 def _masked_changed_in_place(fn):
@@ -210,7 +245,7 @@ def _masked_changed_in_place(fn):
                       "must not depend on an earlier call.")
 
 
-def _fill_overflow_hint(error):
+def _fill_overflow_hint(error, transposed="X (a transpose)"):
     if "num_classes" in str(error):
         return ("a valid length may exceed the number of keys (then every key is valid): "
                 "one_hot (or an index of that size) cannot hold it. Compare positions "
@@ -219,7 +254,7 @@ def _fill_overflow_hint(error):
         return ("your fill value does not fit in float16 (its range ends near -65504): use "
                 "torch.finfo(X.dtype).min, which fits every dtype.")
     if view_hint(error):
-        return view_hint(error, "X (a transpose)", "broadcast the mask against X: "
+        return view_hint(error, transposed, "broadcast the mask against X: "
                          "torch.arange(num_keys) < valid_lens[..., None]")
     if "must match the size" in str(error):
         return ("the positions to compare with valid_len are those of the keys: "
@@ -265,7 +300,9 @@ def check_masked_softmax(fn):
         lens_given = None if valid_lens is None else valid_lens.clone()
         with forbidden(_BOOK_MASKED_SOFTMAX, _OWN_MASK):
             out = call(fn, X, lens_given, name="masked_softmax", case=case,
-                       hint_on_error=_fill_overflow_hint,
+                       hint_on_error=lambda error: _fill_overflow_hint(
+                           error, "valid_lens (a transpose)" if valid_lens is not None
+                           and not valid_lens.is_contiguous() else "X (a transpose)"),
                        inplace_hint="build new tensors: X.masked_fill(...), not X[...] = "
                                     "or masked_fill_ (d2l's version has this bug: it "
                                     "writes the fill value into X), and valid_lens[:, "
@@ -299,6 +336,7 @@ def check_masked_softmax(fn):
         W = out.double()
         if valid_lens is not None and not is_close(W, ref, atol=atol, rtol=1e-3):
             _stale_lens(W, X, valid_lens, earlier, atol, case)
+            _wrapped_lens(W, X, lens, atol, case)
             if valid_lens.dim() == 2 and X.shape[1] == X.shape[2]:
                 # valid_lens[:, None, :]: query i keeps key j when i < valid_lens[b, j]
                 keep = torch.arange(X.shape[1])[:, None] < valid_lens[:, None, :]
@@ -522,6 +560,23 @@ def _attention_cases_round5():
          "not contiguous in memory (torch.randn(2, 8, 3).transpose(1, 2), as head "
          "splitting gives), valid_lens [2, 4]", transposed(2, 3, 8), transposed(2, 5, 8),
          transposed(2, 5, 4), torch.tensor([2, 4]), 1e-5),
+        *_attention_cases_round8(),
+    ]
+
+
+def _attention_cases_round8():
+    """Cases added after red-team round 8: as many queries as examples with one length per
+    example (a test on the shape reads it as per-query lengths), and values of the keys'
+    shape that are not the keys (the value size is d)."""
+    g = torch.Generator().manual_seed(408)
+    return [
+        ("queries (2, 2, 4), keys (2, 5, 4), values (2, 5, 3), valid_lens [3, 1] (one length "
+         "per example, and as many queries as examples)",
+         *[torch.randn(2, n, dd, generator=g) for n, dd in ((2, 4), (5, 4), (5, 3))],
+         torch.tensor([3, 1]), 1e-5),
+        ("queries (2, 3, 4), keys (2, 5, 4), values (2, 5, 4) (the value size is d, and the "
+         "values are not the keys), valid_lens None",
+         *[torch.randn(2, n, 4, generator=g) for n in (3, 5, 5)], None, 1e-5),
     ]
 
 
@@ -697,6 +752,44 @@ def _sdpa_changed_in_place(fn):
                       "depend on an earlier call.")
 
 
+_MASK_HINT = (
+    "the output was right on these same tensors with other valid_lens (or none), so the "
+    "fault lies in the mask: a 1-D valid_lens (batch,) gives example b's queries the length "
+    "valid_lens[b] (valid_lens[:, None, None]), a 2-D one (batch, num_queries) gives query i "
+    "of example b the length valid_lens[b, i] (valid_lens[..., None]); compare them with the "
+    "key positions torch.arange(num_keys), and replace the masked scores with "
+    "masked_fill(~mask, torch.finfo(scores.dtype).min) (a masked score multiplied by 0 is "
+    "0, which still gets a weight).")
+
+
+def _diagnose_round8(out, q, k, v, valid_lens, atol, case):
+    """Name the mistakes red-team round 8 found: the values used for the scores, one length
+    per example read as per-query lengths, example 0's lengths used for the whole batch."""
+    __tracebackhide__ = True
+    if v.shape == k.shape and not torch.equal(v, k) and any(
+            is_close(out, _attend(q, keys, values, valid_lens), atol=atol, rtol=1e-3)
+            for keys, values in ((v, v), (v, k))):
+        fail(f"the output is wrong on {case}: the scores are computed with the values, "
+             "not the keys (the values here have the keys' shape).",
+             "scores = Q K^T / sqrt(d) with the keys; the weights then multiply the values.")
+    if valid_lens is None or q.shape[0] == 1:
+        return
+    b, m = q.shape[:2]
+    if valid_lens.dim() == 1 and b == m and is_close(
+            out, _attend(q, k, v, valid_lens[None, :].expand(b, m)), atol=atol, rtol=1e-3):
+        fail(f"the output is wrong on {case}: the 1-D valid_lens is read as one length per "
+             "query (query i uses valid_lens[i] in every example).",
+             "a 1-D valid_lens (batch,) always holds one length per example, also when "
+             "batch == num_queries: tell the two forms apart by valid_lens.dim(), not by "
+             "their size, and broadcast a 1-D one as valid_lens[:, None, None].")
+    first = valid_lens[:1].expand_as(valid_lens)
+    if not torch.equal(first, valid_lens) and is_close(
+            out, _attend(q, k, v, first), atol=atol, rtol=1e-3):
+        fail(f"the output is wrong on {case}: every example uses the lengths of example 0 "
+             "(valid_lens[0]).", "example b uses its own lengths, valid_lens[b]: broadcast "
+                                 "the whole valid_lens against the key positions.")
+
+
 # (keyword arguments of _attend from the keys, why): mistakes other than the scale.
 _SDPA_MISTAKES = [
     (lambda k: dict(scale=1.0, after=math.sqrt(k.shape[-1])),
@@ -779,6 +872,7 @@ def check_scaled_dot_product_attention(fn):
                                   "keys.transpose(1, 2)) pairs example b's queries with "
                                   "example b's keys (keys[0] or a transpose that moves the "
                                   "batch axis mixes them).")
+        _diagnose_round8(out, q, k, v, valid_lens, atol, case)
         if valid_lens is not None and valid_lens.dim() == 2:
             found = [how for reduce, how in _REDUCTIONS
                      if is_close(out, _attend(q, k, v, reduce(valid_lens)), atol=atol,
@@ -827,6 +921,9 @@ def check_scaled_dot_product_attention(fn):
                  "random: this function has no dropout; compute softmax(...) V alone.")
         hint = ("output = softmax(Q K^T / sqrt(d), masked) V, with the values (not the keys) "
                 "and torch.bmm or @ over the batch.")
+        if valid_lens is not None and any(t[0] is q and t[1] is k and t[2] is v
+                                          for t in earlier):
+            hint = _MASK_HINT  # right on these tensors with other valid_lens
         lens = _lens_2d(valid_lens, (q.shape[0], q.shape[1], k.shape[1]))
         zero = (out == 0).all(dim=-1) & (lens > 0)
         scores = q.double() @ k.double().transpose(1, 2) / math.sqrt(q.shape[-1])
