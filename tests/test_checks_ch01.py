@@ -538,3 +538,52 @@ def test_round7_topk_messages_point_at_the_fault(name):
     text = rejects(checks.check_topk_attention_pool, vars(r7)[name],
                    *ROUND7_TOPK_MESSAGES[name])
     assert "rather than zeroing" not in text
+
+
+# -- Round 8 red team (tests/checker_redteam/round8_ch01_*.py): messages ------------------
+
+ROUND8_SOFTMAX_MESSAGES = {
+    # torch.ops.aten.softmax.int: the refusal, not an AttributeError from the checker's own
+    # patch of torch.ops.aten.softmax (a plain function, without the op's overloads)
+    "S_06_aten_op": ["your function calls torch.ops.aten.softmax.int"],
+}
+
+ROUND8_TOPK_MESSAGES = {
+    # softmax, mask, renormalise with w / (w.sum() + 1e-3): zeroing is right, the eps is not
+    "W_12_multiply_by_mask_no_renorm_small_k": ["proportions are right",
+                                                "no small constant added"],
+    # k clamped to num_queries (3 queries, 7 keys, k=7): not an off-by-one
+    "W_13_k_clamped_to_half": ["every query keeps 3 keys, not k=7", "number of queries"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND8_SOFTMAX_MESSAGES)
+def test_round8_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round8_ch01_softmax as r8
+
+    text = rejects(checks.check_softmax, vars(r8)[name], *ROUND8_SOFTMAX_MESSAGES[name])
+    assert "AttributeError" not in text
+
+
+@pytest.mark.parametrize("overload", [lambda s: torch.ops.aten._softmax.default(s, -1, False),
+                                      lambda s: torch.ops.aten.log_softmax.int(s, -1).exp(),
+                                      lambda s: torch.ops.aten.special_softmax.default(s, -1)])
+def test_round8_aten_overloads_are_refused_by_name(overload):
+    text = rejects(checks.check_softmax, overload, "your function calls torch.ops.aten.")
+    assert "AttributeError" not in text
+
+
+def test_round8_aten_packets_are_restored_after_the_check():
+    rejects(checks.check_softmax, lambda s: torch.ops.aten.softmax.int(s, -1))
+    scores = torch.randn(2, 3)
+    assert torch.equal(torch.ops.aten.softmax.int(scores, -1), torch.softmax(scores, -1))
+
+
+@pytest.mark.parametrize("name", ROUND8_TOPK_MESSAGES)
+def test_round8_topk_messages_point_at_the_fault(name):
+    from checker_redteam import round8_ch01_topk as r8
+
+    text = rejects(checks.check_topk_attention_pool, vars(r8)[name],
+                   *ROUND8_TOPK_MESSAGES[name])
+    assert "rather than zeroing" not in text
+    assert "the k-th best score itself must stay" not in text

@@ -315,3 +315,44 @@ def test_round7_messages_point_at_the_fault(name):
     text = rejects(checks.check_epanechnikov_pool, vars(r7)[name], *ROUND7_MESSAGES[name])
     assert "u = (query - key) / width = -1:" not in text
     assert "narrower than" not in text
+
+
+# -- Round 8 red team (tests/checker_redteam/round8_ch02_epanechnikov.py) ------------------
+
+ROUND8_MESSAGES = {
+    # torch.cdist on (n, 1) points: above 25 points it computes q^2 + k^2 - 2qk (the new case)
+    "W_08_cdist": ["40 queries, 40 keys in random order, all near 1000", "torch.cdist",
+                   "more than 25 points"],
+    # a kernel sum below 1e-3 treated as an empty window: the weights sum to 0, not < 1
+    "W_02_threshold_guard": ["yet the query's weights are all 0", "(total > 1e-3)"],
+    # the window tested on u rounded to float16 (0.9999995 becomes 1)
+    "W_17_mask_computed_in_float16_u": ["u = 0.9999995", "yet the query's weights are all 0",
+                                        "u.half()"],
+    # total.clamp(min=1e-6): the tiny of a guard is finfo(dtype).tiny
+    "W_01_eps_1e_minus_6_clamp": ["clamping the sum at one", "torch.finfo(total.dtype).tiny"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND8_MESSAGES)
+def test_round8_messages_point_at_the_fault(name):
+    from checker_redteam import round8_ch02_epanechnikov as r8
+
+    text = rejects(checks.check_epanechnikov_pool, vars(r8)[name], *ROUND8_MESSAGES[name])
+    if name != "W_01_eps_1e_minus_6_clamp":
+        assert "adding a small constant" not in text
+    if name != "W_08_cdist":
+        assert "torch.cdist" not in text
+
+
+def test_round8_expanded_square_is_not_told_about_cdist():
+    from checker_redteam import round7_ch02_epanechnikov as r7
+
+    text = rejects(checks.check_epanechnikov_pool, r7.W_16_expanded_square,
+                   "expand the square")
+    assert "torch.cdist" not in text
+
+
+def test_round8_empty_window_hint_names_finfo_tiny():
+    rejects(checks.check_epanechnikov_pool,
+            with_kernel(lambda u: (1 - u ** 2).clamp_min(0), guard=False),
+            "a query with no key inside its window", "torch.finfo(total.dtype).tiny")

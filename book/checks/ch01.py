@@ -1,4 +1,6 @@
 """Checkers for chapter 1's exercises: a stable softmax and top-k attention pooling."""
+import contextlib
+
 import torch
 from torch.overrides import TorchFunctionMode
 
@@ -18,6 +20,27 @@ _SOFTMAXES = [(torch, "softmax"), (torch, "log_softmax"),
               (torch.ops.aten, "softmax"), (torch.ops.aten, "log_softmax"),
               (torch.ops.aten, "special_softmax"),
               (torch.ops.aten, "special_log_softmax")]  # F.softmax, nn.Softmax: Tensor's
+
+# forbidden() replaces an op packet such as torch.ops.aten.softmax by a plain function,
+# which has no overloads: torch.ops.aten.softmax.int would raise the checker's own
+# AttributeError.
+_ATEN_OVERLOADS = {attribute: getattr(torch.ops.aten, attribute).overloads()
+                   for owner, attribute, *_ in _SOFTMAXES if owner is torch.ops.aten}
+
+
+@contextlib.contextmanager
+def _no_softmax(why):
+    """forbidden(_SOFTMAXES, why), with the overloads of the refused aten packets
+    (torch.ops.aten.softmax.int, ...) refused too (added after red-team round 8)."""
+    with forbidden(_SOFTMAXES, why):
+        for attribute, overloads in _ATEN_OVERLOADS.items():
+            refusal = getattr(torch.ops.aten, attribute)
+            for overload in overloads:
+                def refuse(*args, _name=f"torch.ops.aten.{attribute}.{overload}", **kwargs):
+                    __tracebackhide__ = True
+                    fail(f"your function calls {_name}: {why}")
+                setattr(refusal, overload, refuse)
+        yield
 
 
 def _softmax_cases():
@@ -139,7 +162,7 @@ def _nan_hint(fn, scores, why):
     """Why softmax gave NaN: run it again and look at what its exp() returned."""
     watch = _ExpWatch()
     try:
-        with forbidden(_SOFTMAXES, why), watch:
+        with _no_softmax(why), watch:
             fn(scores.clone())
     except Exception:  # noqa: BLE001 - only a diagnosis; the first call already ran
         pass
@@ -182,7 +205,7 @@ def check_softmax(fn):
                           torch.tensor([[-float("inf"), 1.5, -0.5, 0.25],
                                         [2.0, -float("inf"), -float("inf"), -1.0]]))]:
         def learner(s):
-            with forbidden(_SOFTMAXES, why):
+            with _no_softmax(why):
                 return fn(s)
         expect_gradients(learner, lambda s: torch.softmax(s, dim=-1), [("scores", scores)],
                          name="softmax", case=case)
@@ -193,7 +216,7 @@ def check_softmax(fn):
 def _check_softmax_case(fn, case, scores, why):
     """One forward case of check_softmax: shape, NaN, input untouched, dtype, values."""
     before = scores.clone()
-    with forbidden(_SOFTMAXES, why):
+    with _no_softmax(why):
         out = call(fn, scores, name="softmax", case=case, hint_on_error=_no_keepdim_hint,
                    inplace_hint="use `scores - max` (a new tensor), not `scores -= max` "
                                 "or `.sub_()`.")
@@ -380,6 +403,30 @@ def _kth_without_keys_axis(weights, scores, k):
         and torch.equal((w != 0)[~nan_rows], wrong[~nan_rows])
 
 
+def _short_rows_hint(weights, ref_weights, scores, sums):
+    """Added after red-team round 8: the right keys keep a weight but the rows sum to less
+    than 1. Either the softmax over every key was zeroed outside the top k without being
+    renormalised, or it was renormalised with a constant added to the denominator
+    (w / (w.sum() + 1e-3)): tell which."""
+    kept = ref_weights != 0
+    full = torch.softmax(scores.double(), dim=-1)
+    w = weights.detach().double()
+    if is_close(w, torch.where(kept, full, 0.0), atol=1e-5, rtol=1e-3):
+        return ("mask the scores before the softmax (fill with -inf), rather than zeroing "
+                "weights after it: zeroing leaves rows that sum to less than 1 (or divide "
+                "the kept weights by their own sum).")
+    ratio = (w / ref_weights.clamp_min(1e-300)).where(kept, 0.0)
+    row = ratio.amax(dim=-1, keepdim=True)
+    if is_close(ratio, torch.where(kept, row, 0.0), atol=0, rtol=1e-2):
+        low = float(sums.min())
+        return (f"the kept keys and their proportions are right, but a row sums to "
+                f"{low:.4g}, not 1: the denominator is too large. Divide the kept weights "
+                "by exactly their sum, with no small constant added (w / (w.sum() + 1e-3) "
+                "is wrong), or mask the scores with -inf before the softmax.")
+    return ("mask the scores before the softmax (fill with -inf), rather than zeroing "
+            "weights after it: zeroing leaves rows that sum to less than 1.")
+
+
 def _fill_hint(error):
     if "same dtype" in str(error) or "dtype" in str(error) and "match" in str(error):
         return ("a tensor of another dtype entered the computation (e.g. 1e4 * mask or "
@@ -476,6 +523,9 @@ def check_topk_attention_pool(fn):
                         "from the whole tensor (and a NaN row replaced by 0 hides this). "
                         "Take each query's own k-th best score, topk(k, dim=-1).values"
                         "[:, -1:], one per row.")
+            elif bool((sums <= 1 + tol["atol"]).all()) \
+                    and torch.equal(weights.detach() != 0, ref_weights != 0):
+                hint = _short_rows_hint(weights, ref_weights, score(queries, keys), sums)
             elif (sums > 1 + tol["atol"]).any():
                 hint = ("some rows hold weights that belong to other queries: row i must be "
                         "built from scores[i] alone. weights[:, idx] = ... writes into every "
@@ -502,6 +552,14 @@ def check_topk_attention_pool(fn):
                         "Take it as topk(k, dim=-1).values[:, -1:] (the last of the k, not "
                         "the (k-1)-th) and mask the scores strictly below it, scores < kth "
                         "(not scores <= kth).")
+            fewer = int(kept[0])
+            if bool((kept == fewer).all()) and fewer < k - 1 \
+                    and not bool((ref_kept > k).any()):
+                hint = (f"every query keeps {fewer} keys, not k={k}: take the k passed in "
+                        "as it is, topk(k, dim=-1) (k never exceeds the number of keys, "
+                        "scores.shape[-1], here)."
+                        + (f" {fewer} is the number of queries, scores.shape[0]."
+                           if fewer == n_q else ""))
             if (ref_kept > k).any() and bool((kept <= ref_kept).all()):
                 hint = ("keys whose score equals the k-th best score are all kept (the "
                         "exercise's rule for ties): mask the scores below the k-th best "

@@ -55,7 +55,19 @@ def _epanechnikov_cases():
          torch.tensor([2.0, -1.0], dtype=torch.float64), 1.5),
         *_epanechnikov_cases_round6(),
         *_epanechnikov_cases_round7(),
+        *_epanechnikov_cases_round8(),
     ]
+
+
+def _epanechnikov_cases_round8():
+    """Added after red-team round 8: points near 1000 again, now 40 queries and 40 keys.
+    Above 25 points torch.cdist switches to its matrix-multiply path, sqrt(q^2 + k^2 - 2qk),
+    which cancels as the expanded square does (the round-7 case has fewer points, where
+    cdist subtracts directly)."""
+    g = torch.Generator().manual_seed(35)
+    return [("40 queries, 40 keys in random order, all near 1000 (in [1000, 1004)), "
+             "width 0.5", 1000 + 4 * torch.rand(40, generator=g),
+             1000 + 4 * torch.rand(40, generator=g), torch.randn(40, generator=g), 0.5)]
 
 
 def _epanechnikov_cases_round7():
@@ -86,14 +98,16 @@ _DIVISIONS = {"div", "div_", "divide", "true_divide", "__truediv__", "__rtruediv
 
 
 class _NanFromDivision(TorchFunctionMode):
-    """Records the first division whose result has a NaN its inputs did not have (0/0)."""
+    """Records the first division whose result has a NaN its inputs did not have (0/0), and
+    whether torch.cdist was called (`cdist`)."""
 
     def __init__(self):
         super().__init__()
-        self.seen = False
+        self.seen = self.cdist = False
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        self.cdist |= getattr(func, "__name__", "") == "cdist"
         if getattr(func, "__name__", "") in _DIVISIONS and isinstance(out, torch.Tensor) \
                 and out.is_floating_point() and bool(torch.isnan(out).any()) \
                 and not any(isinstance(a, torch.Tensor) and a.is_floating_point()
@@ -112,9 +126,15 @@ def _describe(queries, keys, width, i, j):
             f"{u:.{digits}g}")
 
 
+_TINY = "total.clamp_min(torch.finfo(total.dtype).tiny)"
 _EMPTY_HINT = ("a query with no key inside its window has kernel sum 0, and 0/0 is NaN: give "
-               "such a query all-zero weights (divide by total.clamp_min(tiny), or by "
+               f"such a query all-zero weights (divide by {_TINY}, or by "
                "torch.where(total > 0, total, 1)).")
+_CDIST_HINT = ("torch.cdist computes the distances of more than 25 points as sqrt(q^2 + "
+               "k^2 - 2qk), a matrix product: far from 0 that subtracts numbers near 1e6, "
+               "each rounded in float32 by about 0.06, and the difference is lost. "
+               "Subtract first, u = (queries[:, None] - keys[None, :]) / width, then "
+               "1 - u ** 2 (q - k is exact for nearby points).")
 
 
 @checker("epanechnikov_pool")
@@ -172,15 +192,14 @@ def check_epanechnikov_pool(fn):
                  "epanechnikov_pool gave 0/0 (a query with no key in its window has kernel "
                  "sum 0).",
                  "guard every division by the kernel sum, also the one that gives the "
-                 "outputs: divide by total.clamp_min(tiny), or by torch.where(total > 0, "
-                 "total, 1), or compute the outputs as weights @ values from the guarded "
-                 "weights.")
+                 f"outputs: divide by {_TINY}, or by torch.where(total > 0, total, 1), or "
+                 "compute the outputs as weights @ values from the guarded weights.")
         if divisions.seen:
             fail(f"a division inside epanechnikov_pool gave NaN (0/0) on {case}, and the NaN "
                  "was replaced afterwards (nan_to_num, or torch.where on the result).",
                  "the exercise asks you to guard the denominator itself: divide by "
-                 "total.clamp_min(tiny), or by torch.where(total > 0, total, 1), so that no "
-                 "0/0 is ever computed (its NaN also reaches the gradients).")
+                 f"{_TINY}, or by torch.where(total > 0, total, 1), so that no 0/0 is ever "
+                 "computed (its NaN also reaches the gradients).")
         expect_tensor(weights, (n_q, n_k), what="weights", case=case)
         expect_tensor(weights, dtype=queries.dtype, what="weights", case=case)
         if float(queries.abs().max()) > 100 and not is_close(weights, ref_weights):
@@ -190,6 +209,7 @@ def check_epanechnikov_pool(fn):
                  f"case (points near 0): weights[{i}, {j}] is {weights[i, j].item():.4g}, "
                  f"expected {ref_weights[i, j].item():.4g}, for "
                  f"{_describe(queries, keys, width, i, j)}.",
+                 _CDIST_HINT if divisions.cdist else
                  "far from 0, float32 loses the difference if you expand the square: q^2 - "
                  "2qk + k^2 subtracts numbers near 1e6, each rounded by about 0.06. Subtract "
                  "first and square the difference, u = (queries[:, None] - keys[None, :]) / "
@@ -251,12 +271,27 @@ def check_epanechnikov_pool(fn):
         sums = weights.double().sum(dim=-1)
         if not is_close(sums[~empty], torch.ones_like(sums[~empty]), atol=1e-5, rtol=0):
             i = int((~is_close_rows(sums, empty)).nonzero()[0])
+            hint = ("divide by the sum over the keys of that query." if sums[i] >= 1 else
+                    "divide each kernel value by the sum over the keys (dim=-1) of that "
+                    "query, exactly: adding a small constant to the sum (K / (sum + "
+                    "1e-6)), or clamping the sum at one (total.clamp_min(1e-6)), is wrong "
+                    "when every K in a window is small, e.g. a key at the window's edge. "
+                    f"Only an empty window needs a guard: {_TINY} (the smallest positive "
+                    "number of the dtype, not 1e-6), or torch.where(total > 0, total, 1).")
+            if sums[i] == 0:   # added after red-team round 8
+                j = int(ref_weights[i].argmax())
+                u_ij = (float(queries[i]) - float(keys[j])) / width
+                hint = (f"key {j} ({float(keys[j]):.4g}) lies inside query {i}'s window, at u "
+                        f"= {u_ij:.7g}, yet the query's weights are all 0: your code treats "
+                        "the window as empty. A window is empty only "
+                        "when its kernel sum is exactly 0: do not call a small sum empty "
+                        "(total > 1e-3), and do not test the window on a rounded copy of u "
+                        "(u.half(), which rounds 0.9999995 to 1): clamp 1 - u ** 2 at 0 "
+                        "(or test |u| <= 1 on u itself) and guard only the division, with "
+                        f"{_TINY} or torch.where(total > 0, total, 1).")
             fail(f"each query's weights must sum to 1 on {case}; query {i} "
                  f"({queries[i].item():.6g}) has weights summing to {sums[i].item():.6g}.",
-                 "divide each kernel value by the sum over the keys (dim=-1) of that query, "
-                 "exactly: adding a small constant to the sum (K / (sum + 1e-6)) is wrong "
-                 "when every K in a window is small, e.g. a key at the window's edge."
-                 if sums[i] < 1 else "divide by the sum over the keys of that query.")
+                 hint)
         expect_tensor(outputs, (n_q,), what="outputs", case=case)
         expect_tensor(outputs, dtype=queries.dtype, what="outputs", case=case)
         expect_close(weights, ref_weights, what="weights", case=case,
@@ -287,8 +322,8 @@ def check_epanechnikov_pool(fn):
                      else "",
                      nan_hint="the forward hides a 0/0 (nan_to_num, or torch.where(total > 0,"
                               " K / total, 0)), but the backward still divides by the zero "
-                              "total: guard the denominator itself, K / total.clamp_min(tiny) "
-                              "or K / torch.where(total > 0, total, 1).")
+                              f"total: guard the denominator itself, K / {_TINY} or K / "
+                              "torch.where(total > 0, total, 1).")
     _check_gradients_where_a_query_is_a_key(fn)
     _check_after_in_place_change(fn)
 

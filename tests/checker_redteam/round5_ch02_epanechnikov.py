@@ -3,6 +3,8 @@
 copied from /work/redteam/round5/A/sols/ch02_epanechnikov.py with the names W01_x written W_01_x.
 The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass); S_
 entries are not run, and A_ entries are wrong ones accepted on purpose (see each).
+
+O_08 (cdist) is W_08 since round 8 (see it).
 """
 # flake8: noqa
 import torch
@@ -238,7 +240,10 @@ def W_22_squared_distance_in_width_units_wrong_sign(queries, keys, values, width
     return w @ values, w
 
 
-def O_08_cdist(queries, keys, values, width=1.0):
+# Right until round 8; W_ since: torch.cdist computes the distances of more than 25
+# points as sqrt(q^2 + k^2 - 2qk), which loses q - k far from 0 in float32 (round 8's
+# case of 40 queries and 40 keys near 1000, width 0.5: weights off by about 1e-2).
+def W_08_cdist(queries, keys, values, width=1.0):
     dist = torch.cdist(queries[:, None], keys[:, None])      # |q - k|
     K = _K(dist / width)
     s = K.sum(-1, keepdim=True)

@@ -4,7 +4,8 @@ copied from /work/redteam/round6/A/sols/ch02_epan.py with the names W01_x writte
 The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass); S_
 entries are not run, and A_ entries are wrong ones accepted on purpose (see each).
 
-W05, W15, W17, W21, W22 and W23 are right (the red team's report): O_ here.
+W05, W15, W17, W21, W22 and W23 are right (the red team's report): O_ here; W15 (cdist)
+is W_ again since round 8 (see it).
 """
 # flake8: noqa
 import torch
@@ -160,7 +161,10 @@ def W_14_values_2d_broadcast(queries, keys, values, width=1.0):
 
 # Written as W15, right (the red team's report): cdist's gradient at distance 0 is 0, and
 # so is the kernel's (d/du u^2 = 0 at u = 0).
-def O_15_norm_distance(queries, keys, values, width=1.0):
+# Right until round 8; W_ since: torch.cdist computes the distances of more than 25
+# points as sqrt(q^2 + k^2 - 2qk), which loses q - k far from 0 in float32 (round 8's
+# case of 40 queries and 40 keys near 1000, width 0.5: weights off by about 1e-2).
+def W_15_norm_distance(queries, keys, values, width=1.0):
     # distance via torch.cdist on (n, 1) columns
     d = torch.cdist(queries[:, None], keys[:, None])
     u = d / width

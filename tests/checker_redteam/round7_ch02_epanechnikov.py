@@ -6,6 +6,7 @@ The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass); 
 entries are not run, and A_ entries are wrong ones accepted on purpose (see each).
 
 W04, W17 and W20 are A_ (see each); S_01 (float(width)) is right but not run.
+O_04 (cdist) is W_04 since round 8 (see it).
 """
 # flake8: noqa
 import torch
@@ -229,7 +230,10 @@ def W_17_float32_inside(queries, keys, values, width=1.0):
     return (w @ v).to(queries.dtype), w.to(queries.dtype)
 
 
-def O_04_cdist(queries, keys, values, width=1.0):
+# Right until round 8; W_ since: torch.cdist computes the distances of more than 25
+# points as sqrt(q^2 + k^2 - 2qk), which loses q - k far from 0 in float32 (round 8's
+# case of 40 queries and 40 keys near 1000, width 0.5: weights off by about 1e-2).
+def W_04_cdist(queries, keys, values, width=1.0):
     # |q - k| from torch.cdist on 1-D points
     d = torch.cdist(queries[:, None], keys[:, None])
     K = 0.75 * (1 - (d / width) ** 2).clamp(min=0)
