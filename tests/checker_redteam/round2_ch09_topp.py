@@ -29,8 +29,10 @@ def O_pairwise(logits, p):
     return torch.where(mass < p, logits, torch.full_like(logits, NEG))
 
 
-def O_logprobs(logits, p):
-    """Returns log of the kept probabilities (softmax gives the same renormalised distribution)."""
+def W_logprobs(logits, p):
+    """Returns log of the kept probabilities (softmax gives the same renormalised distribution).
+    Right until session 21; wrong under the float64 rule: float64 logits get float64 accuracy,
+    and its log_softmax runs in float32 (the renormalised probabilities 4e-10 off)."""
     probs = torch.softmax(logits.float(), dim=-1)
     srt = probs.sort(dim=-1, descending=True).values
     above = srt.cumsum(-1) - srt

@@ -34,8 +34,10 @@ def O_02_float64_and_strict_mass(logits, p):
     return logits.masked_fill(~(above < p), NEG)
 
 
-def O_03_log_softmax_returned(logits, p):
-    """Returns log-probabilities of the kept tokens (softmax of it is the same)."""
+def W_03_log_softmax_returned(logits, p):
+    """Returns log-probabilities of the kept tokens (softmax of it is the same). Was O_03;
+    wrong under session 21's float64 rule: its log_softmax runs in float32 for float64
+    logits."""
     keep = _keep_ref(logits, p)
     return torch.log_softmax(logits.float(), -1).to(logits.dtype).masked_fill(~keep, NEG)
 
