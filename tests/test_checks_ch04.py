@@ -284,11 +284,13 @@ def test_exp_without_the_maximum_fails_on_the_large_scores():
 
 
 def softmax_in_float32(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
-    """Mixed precision: the softmax in float32, the weights cast back to the scores' dtype."""
+    """Mixed precision: the softmax in float32 (float64 stays float64), the weights cast back
+    to the scores' dtype."""
     att = decoder.attention
     features = att.W_q(hidden_state[-1])[:, None] + att.W_k(enc_outputs)
     scores = att.w_v(torch.tanh(features)).squeeze(-1)
-    weights = masked_softmax(scores.float()[:, None], enc_valid_lens)[:, 0].to(scores.dtype)
+    wide = scores.to(torch.promote_types(scores.dtype, torch.float32))
+    weights = masked_softmax(wide[:, None], enc_valid_lens)[:, 0].to(scores.dtype)
     context = torch.bmm(weights[:, None], enc_outputs)
     out, new_state = decoder.rnn(torch.cat([context, decoder.embedding(token)[:, None]], -1),
                                  hidden_state)
@@ -388,3 +390,112 @@ def test_the_large_score_case_has_the_scores_it_names():
     # the gaps are far above rounding: one-hot rows 0 and 1, spread row 2
     assert torch.equal(weights[1], torch.tensor([1.0, 0, 0, 0, 0]))
     assert weights[0].max() == 1 and weights[2, :4].min() > 0.1
+
+
+# -- Round 8 red team (tests/checker_redteam/round8_ch04_bahdanau.py): the decoder changed by
+# the step, float16 gradients, keys kept between calls, and the messages --------------------
+
+STALE_KEYS = ("called a second time on the same decoder", "other enc_outputs of the same shape",
+              "keeps something from the first call", "compute the keys W_k(enc_outputs)")
+ROUND8_MESSAGES = {
+    # decoder.float() on a float16 decoder: Module.float() converts the caller's decoder
+    "W_18_decoder_cast_in_place": ("bahdanau_step changed the decoder it was given",
+                                   "in float16", "`attention.W_q.weight` was torch.float16 "
+                                   "before the call and is torch.float32 after it",
+                                   "convert a module in place", "never the module"),
+    # float16 computed on copy.deepcopy(decoder).float(): no gradient reaches the decoder
+    "W_23_copy_decoder_for_half": ("no gradient reaches decoder.", "in float16",
+                                   "copy.deepcopy(decoder).float()",
+                                   "never the module or a copy of it"),
+    # W_k(enc_outputs) cached on the decoder, refreshed only when the shape changes
+    "W_25_keys_cached_on_decoder": STALE_KEYS,
+    # the same, keyed on id(decoder) and the shape, detached
+    "W_12_key_cache_by_decoder": STALE_KEYS,
+    # decoder.train() left on
+    "W_27_decoder_train_mode_left_on": ("switched the decoder to training mode",
+                                        "leave the mode alone"),
+    # a fixed fill of -1e4, above valid scores near -16000
+    "W_02_fill_minus_1e4": ("the weights of sequence 1 (valid length 2) are all 0",
+                            "a fixed fill such as -1e4 (any fill above -16544)",
+                            "a fixed fill such as -1e4 can each lie far above"),
+    # an additive -inf mask, NaN rows cleaned with nan_to_num: NaN in the backward only
+    "W_21_additive_inf_nan_to_num": ("contains NaN or inf", "valid lengths [5, 0, 2]",
+                                     "If the -inf came from an addition",
+                                     "masked_fill's backward does not"),
+}
+
+
+@pytest.mark.parametrize("name", ROUND8_MESSAGES)
+def test_check_bahdanau_step_names_the_round8_faults(name):
+    text = rejects(checks.check_bahdanau_step, redteam_entry("round8_ch04_bahdanau", name),
+                   *ROUND8_MESSAGES[name])
+    assert "something is detached" not in text
+    if name != "W_27_decoder_train_mode_left_on":
+        assert "your step is random" not in text
+
+
+def test_a_softmax_by_logsumexp_is_told_about_precision_not_detaching():
+    # exp(s - logsumexp(s)): the same function, its float32 gradients off with large scores
+    text = rejects(checks.check_bahdanau_step,
+                   redteam_entry("round8_ch04_bahdanau", "S_03_logsumexp_not_torch_softmax"),
+                   "with large scores", "wrong only here, where the scores are large",
+                   "Take torch.softmax over the masked scores")
+    assert "detached" not in text
+
+
+def test_the_decoder_is_left_as_it_was():
+    """A write into a parameter, or a submodule switched to training mode, is named."""
+    def writes_a_weight(decoder, *args):
+        with torch.no_grad():
+            decoder.dense.bias.add_(0)        # no change: not the fault named
+            decoder.embedding.weight[0] += 1  # row 0 is never looked up (tokens from 4)
+        return step(decoder, *args)
+
+    rejects(checks.check_bahdanau_step, writes_a_weight,
+            "changed the decoder's parameter `embedding.weight` in place", "held")
+
+    def rnn_to_train_mode(decoder, *args):
+        decoder.rnn.train()
+        return step(decoder, *args)
+
+    rejects(checks.check_bahdanau_step, rnn_to_train_mode,
+            "switched the decoder (its module `rnn`) to training mode")
+
+
+def test_float16_gradients_are_compared_loosely_with_a_float64_run():
+    # the chapter's decoder in float16 stays within 0.006 of its largest entry (see ch04)
+    from book.checks import ch04
+
+    assert ch04.HALF_GRAD_TOLERANCE >= 0.05
+    accepts(checks.check_bahdanau_step, step)
+
+    def half_context_detached(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+        if enc_outputs.dtype == torch.float16:
+            enc_outputs = enc_outputs.detach()
+        return step(decoder, token, hidden_state, enc_outputs, enc_valid_lens)
+
+    rejects(checks.check_bahdanau_step, half_context_detached, "in float16",
+            "no gradient reaches enc_outputs")
+
+
+def test_a_fault_shown_only_by_other_enc_outputs_waits_for_the_cases_made_for_it():
+    """The global-maximum softmax underflows on the second call's data of the large-score
+    case too, where a new decoder gives the same: not a cache. That failure waits (the
+    far-apart case names the fault, ROUND7_MESSAGES)."""
+    from book.checks import ch04
+
+    wrong = redteam_entry("round7_ch04_bahdanau", "W_05_global_max")
+    index, (case, layers, batch, steps, lens, attention, options) = next(
+        (i, c) for i, c in enumerate(ch04.CASES)
+        if isinstance(c[-1], dict) and c[-1].get("w_v_scale") == 400)
+
+    def make():
+        return ch04._decoder_and_inputs(layers, batch, steps, lens, index, attention,
+                                        torch.float32, 400, options["crowd"])
+
+    decoder, token, state, enc_outputs, valid_lens = make()
+    stale = ch04._stale_weights(valid_lens, steps, torch.float32)
+    pending = ch04._expect_fresh_keys(wrong, decoder, make()[0], token, state, enc_outputs,
+                                      valid_lens, torch.float32, case, stale)
+    assert pending and "with other enc_outputs of the same shape" in pending[0]
+    assert "right on the first ones (also on a new decoder)" in pending[0]

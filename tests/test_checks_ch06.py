@@ -503,3 +503,43 @@ R7 = {  # round 7 (writer B): the message names the fault
 def test_round7_messages(name):
     rejects(checks.check_learned_positional_encoding,
             redteam_entry("round7_ch06_learned_pe", name), R7[name], args=(False,))
+
+
+R8 = {  # round 8 (writer B): the message names the fault
+    # a slice of the table cached per length: made under no_grad, it never gets a gradient
+    "W_17_slice_cache": ("after a first call under torch.no_grad()",
+                         "a training call at the same length, 7, gives your encoding's "
+                         "parameters no gradient", "keep no slices or copies"),
+    # P = A @ B of rank num_hiddens / 2: every position trainable, tied together
+    "W_22_low_rank_table": ("can learn only 144 independent directions",
+                            "a factorised (low-rank) table such as A @ B"),
+    # a frozen row is still named as one
+    "W_06_embedding_padding_idx": ("the vector of position 0 is not trainable",
+                                   "padding_idx=0 freezes position 0"),
+}
+
+
+@pytest.mark.parametrize("name", R8)
+def test_round8_messages(name):
+    text = rejects(checks.check_learned_positional_encoding,
+                   redteam_entry("round8_ch06_learned_pe", name), *R8[name], args=(False,))
+    if name == "W_22_low_rank_table":
+        assert "padding_idx" not in text
+
+
+def test_a_slice_kept_from_before_double_is_refused():
+    """A slice cached only when autograd is on passes the no_grad test; after .double() it
+    is a float32 view of the old table, which neither the conversion nor later changes
+    reach."""
+    class CachedWithGrad(Learned):
+        def forward(self, X):
+            n = X.shape[1]
+            if not torch.is_grad_enabled():
+                return self.dropout(X + self.P[:, :n])
+            if n not in self.__dict__.setdefault("_slices", {}):
+                self._slices[n] = self.P[:, :n]
+            return self.dropout(X + self._slices[n])
+
+    rejects(checks.check_learned_positional_encoding, CachedWithGrad,
+            "after .double() on a module called before in float32",
+            "not what the float64 parameters give", args=(False,))

@@ -4,8 +4,8 @@ import copy
 import torch
 
 from ..seq2seq import Seq2SeqAttentionDecoder
-from ._core import _learner_line, call, checker, expect_close, expect_gradients, \
-    expect_tensor, fail, is_close
+from ._core import _learner_line, call, checker, cotangents, expect_close, \
+    expect_gradients, expect_tensor, fail, is_close, worst
 
 
 class _NoShortcut(torch.nn.Module):
@@ -27,10 +27,13 @@ def _blocked_forward(module, *args, **kwargs):
 
 
 NAN_HINT = ("a sequence of valid length 0 masks every score of its row: a softmax over all "
-            "-inf gives NaN, and nan_to_num (or torch.where) hides it in the forward pass only. "
-            "Fill the masked scores with a large finite negative number, "
-            "torch.finfo(scores.dtype).min, and multiply the weights by the mask, as "
-            "book.attention.masked_softmax does.")
+            "-inf gives NaN. If the -inf came from an addition (scores + a mask of 0 and "
+            "-inf), nan_to_num (or torch.where) after the softmax hides the NaN in the "
+            "forward pass only: the addition's backward carries it to the scores "
+            "(masked_fill's backward does not: it zeroes the gradient at the filled "
+            "positions). Fill the masked scores with a large finite negative number, "
+            "scores.masked_fill(~mask, torch.finfo(scores.dtype).min), and multiply the "
+            "weights by the mask, as book.attention.masked_softmax does.")
 
 EXP_HINT = ("NaN weights come from exp() overflowing (above a score of 88 in float32, 11 in "
             "float16: inf / inf) or from 0 / 0: in a row with no valid position (a clamp such "
@@ -44,8 +47,8 @@ UNDERFLOW_HINT = ("subtract each row's maximum over its valid scores only: fill 
                   "scores with torch.finfo(scores.dtype).min first, then take torch.softmax "
                   "over the last axis (it subtracts the row's maximum), then multiply by the "
                   "mask, as book.attention.masked_softmax does. The maximum of the whole batch, "
-                  "a row's maximum taken before masking, and padding scores set to 0 can each "
-                  "lie far above a row's valid scores.")
+                  "a row's maximum taken before masking, padding scores set to 0, and a fixed "
+                  "fill such as -1e4 can each lie far above a row's valid scores.")
 
 SQUEEZE_HINT = ("with one encoder step the scores w_v(...) have shape (batch, 1, 1): .squeeze() "
                 "removes the step axis too (and the batch axis for a batch of 1), and the mask "
@@ -57,6 +60,24 @@ STALE_HINT = ("a module's stored attention_weights are what its last forward pas
               "another step. Return the weights you compute in this call.")
 
 TOLERANCE = {torch.float16: (1e-2, 1e-2)}  # (atol, rtol) against a float64 reference
+
+# float16 gradients against a float64 run: each gradient within HALF_GRAD_TOLERANCE times its
+# largest entry. The chapter's own decoder in float16 stays within 0.006 of that (0.0014 on
+# the checker's case; 0.0057 at worst over 40 other seeds), so 0.05 leaves a wide margin.
+HALF_GRAD_TOLERANCE = 0.05
+
+LARGE_SCORES_GRAD_HINT = (
+    "the gradients were right on the earlier cases, with small scores, and are wrong only "
+    "here, where the scores are large: a softmax written out by hand (exp(s - "
+    "logsumexp(s)), for one) computes the same function but loses precision in float32 "
+    "with large scores, here in its backward pass. Take torch.softmax over the masked "
+    "scores, as the exercise asks, and multiply by the mask, as "
+    "book.attention.masked_softmax does.")
+
+CACHE_HINT = ("compute the keys W_k(enc_outputs), and everything else, from this call's "
+              "arguments: a cache on the decoder, in a global or keyed on the shape serves "
+              "the first call's keys to every later batch. (Reusing the keys over the steps "
+              "of one sequence is the caller's optimisation, not the step's.)")
 
 
 def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed, attention=10,
@@ -183,9 +204,12 @@ def _without_shortcut(fn, decoder, *args, case, stale):
     decoder.attention.forward = _NoShortcut().forward
     cls.forward = _blocked_forward  # also AdditiveAttention.forward(decoder.attention, ...)
     decoder.attention.attention_weights = decoder.attention_weights = stale
+    saved = _decoder_state(decoder)
     try:
-        return call(fn, decoder, *args, name="bahdanau_step", case=case,
-                    hint_on_error=_gru_hint)
+        result = call(fn, decoder, *args, name="bahdanau_step", case=case,
+                      hint_on_error=_gru_hint)
+        _expect_decoder_unchanged(decoder, saved, case)
+        return result
     finally:
         _forget_weights(decoder)
         if cls_forward is None:
@@ -193,6 +217,56 @@ def _without_shortcut(fn, decoder, *args, case, stale):
         else:
             cls.forward = cls_forward
         decoder.attention.forward = forward
+
+
+def _decoder_state(decoder):
+    """What the step must leave as it is: every parameter's and buffer's dtype and values,
+    and every module's training flag."""
+    return ({name: t.detach().clone() for name, t in decoder.state_dict().items()},
+            {name: m.training for name, m in decoder.named_modules()})
+
+
+def _expect_decoder_unchanged(decoder, saved, case):
+    """The step only reads the decoder: Module.float() (.half(), .double(), .to(dtype)),
+    .train() or an in-place write would change the caller's decoder for every later step."""
+    __tracebackhide__ = True
+    tensors, modes = saved
+    now = decoder.state_dict()
+    for name, old in tensors.items():
+        new = now.get(name)
+        if new is None or new.shape != old.shape:
+            fail(f"bahdanau_step changed the decoder it was given on {case}: its parameter "
+                 f"`{name}` is gone or has another shape after the call.",
+                 "the step only reads the decoder's modules and parameters: leave them as "
+                 "they are.")
+        if new.dtype != old.dtype:
+            fail(f"bahdanau_step changed the decoder it was given on {case}: its parameter "
+                 f"`{name}` was {old.dtype} before the call and is {new.dtype} after it. "
+                 "Module.float(), .half(), .double() and .to(dtype) convert a module in "
+                 f"place, so the caller's decoder is no longer {old.dtype}: its next call, "
+                 f"decoder(...) on {old.dtype} inputs, fails.",
+                 "leave the decoder in its dtype: compute in the decoder's dtype (float16 "
+                 "runs on the CPU too), or cast tensors (x.float()), never the module. A "
+                 "converted copy (copy.deepcopy(decoder).float()) does not help either: the "
+                 "gradients would reach the copy, not the decoder.")
+        if not torch.equal(new, old):
+            where, want, got, _ = worst(new, old)
+            fail(f"bahdanau_step changed the decoder's parameter `{name}` in place on "
+                 f"{case}: at index {where} it held {want:.4g} before the call and "
+                 f"{got:.4g} after it.",
+                 "the step only reads the decoder's parameters: no in-place operation on "
+                 "them (.data, .mul_(), .copy_(), torch.no_grad() writes).")
+    changed = [(name, m) for name, m in decoder.named_modules()
+               if modes.get(name, m.training) != m.training]
+    if changed:
+        name, module = changed[0]
+        where = "" if not name else f" (its module `{name}`)"
+        fail(f"bahdanau_step switched the decoder{where} to "
+             f"{'training' if module.training else 'evaluation'} mode on {case}, and left "
+             "it so: the caller's decoder now runs every later step in that mode (in "
+             "training mode, with dropout on).",
+             "leave the mode alone: the caller chooses decoder.train() or decoder.eval(). "
+             "Gradients need no mode switch: autograd works in evaluation mode too.")
 
 
 def _with_grad_outputs(fn, decoder, token, hidden_state, enc_outputs, valid_lens, case, stale):
@@ -275,6 +349,123 @@ CASES = [("1 layer, batch 3, 5 encoder steps, valid lengths [5, 3, 1]", 1, 3, 5,
           "w_v all 2500; {ranges})", 1, 3, 5, [5, 2, 4], 10, {"far_apart": True})]
 
 
+def _references(decoder, token, state, enc_outputs, valid_lens, dtype):
+    """The chapter's decoder on these inputs; for float16 a float64 run from the same numbers."""
+    with torch.no_grad():
+        if dtype == torch.float16:
+            return _reference(copy.deepcopy(decoder).double(), token, state.double(),
+                              enc_outputs.double(), valid_lens)
+        return _reference(decoder, token, state, enc_outputs, valid_lens)
+
+
+def _wrong_output(result, refs, dtype):
+    """(what, ' (at index ... expected ..., got ...)') for the first output of `result` that
+    differs from `refs` (weights first), or None when all three are right."""
+    atol, rtol = TOLERANCE.get(dtype, (1e-5, 1e-4))
+    if not isinstance(result, (tuple, list)) or len(result) != 3:
+        return "results (not a triple)", ""
+    for what, value, ref in sorted(zip(("logits", "the new hidden_state", "weights"), result,
+                                       refs), key=lambda item: item[0] != "weights"):
+        if isinstance(value, torch.Tensor) and value.shape == ref.shape \
+                and value.dtype == dtype and is_close(value, ref, atol, rtol):
+            continue
+        detail = ""
+        if isinstance(value, torch.Tensor) and value.shape == ref.shape:
+            where, want, got, _ = worst(value.detach().to(ref.dtype), ref)
+            detail = f" (at index {where} expected {want:.4g}, got {got:.4g})"
+        return what, detail
+    return None
+
+
+def _expect_fresh_keys(fn, decoder, new_decoder, token, state, enc_outputs, valid_lens,
+                       dtype, case, stale):
+    """A second call on the same decoder, with other enc_outputs of the same shape (the next
+    batch's), must give their results: nothing kept from the first call (keys cached on the
+    decoder, right on the first call and stale after it). Where the step is also wrong on a
+    new decoder (a twin never called before), the fault is not what the first call left:
+    that failure is returned, for the end of the check, after the cases made for the common
+    faults have had their say."""
+    __tracebackhide__ = True
+    other = enc_outputs.flip(-1)  # the features reversed: other keys, the same shape
+    refs = _references(decoder, token, state, other, valid_lens, dtype)
+    again = _without_shortcut(fn, decoder, token, state.clone(), other, valid_lens.clone(),
+                              case=case, stale=stale)
+    wrong = _wrong_output(again, refs, dtype)
+    if wrong is None:
+        return None
+    first = _without_shortcut(fn, new_decoder, token, state.clone(), other,
+                              valid_lens.clone(), case=case, stale=stale)
+    what, detail = wrong
+    if _wrong_output(first, refs, dtype) is None:
+        fail(f"called a second time on the same decoder, with other enc_outputs of the same "
+             f"shape (the first ones with their features reversed), bahdanau_step returns "
+             f"wrong {what} on {case}{detail}, although its first call was right, and a "
+             "first call on a new decoder with these enc_outputs is right too: it keeps "
+             "something from the first call.", CACHE_HINT)
+    return (f"on {case}, with other enc_outputs of the same shape (the first ones with their "
+            f"features reversed), bahdanau_step returns wrong {what}{detail}, although it is "
+            "right on the first ones (also on a new decoder).",
+            "if your step keeps anything between calls (a cache in a global, keyed on the "
+            "shape), that is the fault: " + CACHE_HINT[0].lower() + CACHE_HINT[1:] + " "
+            "Otherwise compare your step with the chapter's decoder on these inputs.")
+
+
+def _expect_half_gradients(fn, decoder, token, state, enc_outputs, valid_lens, case, stale):
+    """float16: gradients reach the state, the encoder outputs and every parameter of the
+    decoder given (not of a converted copy), finite and close to a float64 run's (each within
+    HALF_GRAD_TOLERANCE of its largest entry)."""
+    __tracebackhide__ = True
+    case += " (gradients of logits, new state and weights)"
+    twin = copy.deepcopy(decoder).double()
+    ref_h = state.detach().double().requires_grad_(True)
+    ref_e = enc_outputs.detach().double().requires_grad_(True)
+    ref_out = _reference(twin, token, ref_h, ref_e, valid_lens)
+    weights = cotangents(ref_out)
+    ref_grads = torch.autograd.grad(sum((o * w).sum() for o, w in zip(ref_out, weights)),
+                                    [ref_h, ref_e, *twin.parameters()], allow_unused=True)
+    h = state.detach().clone().requires_grad_(True)
+    e = enc_outputs.detach().clone().requires_grad_(True)
+    out = _with_grad_outputs(fn, decoder, token, h, e, valid_lens, case, stale)
+    if not isinstance(out, (tuple, list)) or len(out) != 3 or not all(
+            isinstance(o, torch.Tensor) and o.shape == r.shape for o, r in zip(out, ref_out)):
+        fail(f"bahdanau_step returned something other than the triple of its first call on "
+             f"{case}.")
+    try:
+        grads = torch.autograd.grad(sum((o.double() * w).sum() for o, w in zip(out, weights)),
+                                    [h, e, *decoder.parameters()], allow_unused=True)
+    except RuntimeError as error:
+        fail(f"backward() through bahdanau_step failed on {case}: {error}")
+    labels = ["hidden_state", "enc_outputs"] + [f"decoder.{name}" for name, _ in
+                                                decoder.named_parameters()]
+    for label, grad, ref in zip(labels, grads, ref_grads):
+        ref = torch.zeros((), dtype=torch.float64) if ref is None else ref
+        if grad is None:
+            if (ref != 0).any():
+                fail(f"no gradient reaches {label} on {case}, while the float64 run's "
+                     "gradient there is not zero: in float16 your step computes with "
+                     "something other than the decoder and tensors it was given (a converted "
+                     "copy such as copy.deepcopy(decoder).float(), for one), or detaches "
+                     "them.",
+                     "use the decoder's own modules and parameters in every dtype: float16 "
+                     "runs on the CPU too. To compute a part in float32, cast tensors "
+                     "(x.float(), then .to(x.dtype)), never the module or a copy of it.")
+            continue
+        if not torch.isfinite(grad).all():
+            where = tuple(int(i) for i in (~torch.isfinite(grad)).nonzero()[0])
+            fail(f"the gradient with respect to {label} contains NaN or inf on {case}, at "
+                 f"index {where} first, where a float64 run gives "
+                 f"{ref.broadcast_to(grad.shape)[where].item():.4g}.", NAN_HINT)
+        ref = ref.broadcast_to(grad.shape)
+        tol = HALF_GRAD_TOLERANCE * ref.abs().max().item() + 1e-4
+        if (grad.double() - ref).abs().max().item() > tol:
+            where, want, got, diff = worst(grad.double(), ref)
+            fail(f"the gradient with respect to {label} is wrong on {case}: at index {where} "
+                 f"a float64 run gives {want:.4g}, yours {got:.4g} (largest difference "
+                 f"{diff:.3g}; float16's rounding stays within {tol:.2g}).",
+                 "the float16 values are right but the gradients are not: in float16 part "
+                 "of your step is detached or computed apart from the decoder's parameters.")
+
+
 def _padding_weights(weights, scores, valid_lens, case):
     """Weights on padding: no mask, or a finite fill that is not below every valid score."""
     __tracebackhide__ = True
@@ -312,6 +503,7 @@ def _underflowed(weights, ref_weights, scores, valid_lens, case):
             above.append(f"its padding scores (up to {_number(scores[i, n:].max().item())})")
         if top < -gap:
             above.append("0 (what padding scores set to 0 put above them)")
+            above.append(f"a fixed fill such as -1e4 (any fill above {_number(top)})")
         if scores.max().item() > top + gap:
             above.append(f"the batch's largest score ({_number(scores.max().item())})")
         if not above:
@@ -357,9 +549,12 @@ def check_bahdanau_step(fn):
     in the decoder's dtype, with the same gradients (with respect to the state, the encoder
     outputs and the decoder's parameters), also for a sequence of valid length 0 (weights and
     context 0), in float64, with large scores (past exp()'s float32 range) and in float16
-    (values only, against a float64 run), in eval mode, with the attention module's forward
-    blocked (also via its class) and stale weights left in its attention_weights.
+    (against a float64 run: values within 0.01, gradients within 5% of their largest entry),
+    in eval mode, with the attention module's forward blocked (also via its class) and stale
+    weights left in its attention_weights; the decoder left as it was (dtypes, values, mode),
+    and a second call with other enc_outputs of the same shape right too (nothing cached).
     """
+    pending = None  # a failure on other enc_outputs, given after every case has passed
     for seed, (case, layers, batch, steps, lens, *extra) in enumerate(CASES):
         attention = extra[0] if extra else 10
         options = extra[1] if len(extra) > 1 else {}
@@ -373,14 +568,8 @@ def check_bahdanau_step(fn):
         case = case.format(largest=scores.max().item(),
                            ranges=_score_ranges(scores, valid_lens) if "{ranges}" in case
                            else "")
-        with torch.no_grad():
-            if dtype == torch.float16:  # the reference in float64, from the same numbers
-                ref_logits, ref_state, ref_weights = _reference(
-                    copy.deepcopy(decoder).double(), token, state.double(),
-                    enc_outputs.double(), valid_lens)
-            else:
-                ref_logits, ref_state, ref_weights = _reference(decoder, token, state,
-                                                                enc_outputs, valid_lens)
+        ref_logits, ref_state, ref_weights = _references(decoder, token, state, enc_outputs,
+                                                         valid_lens, dtype)
         stale = _stale_weights(valid_lens, steps, dtype)
         before = state.clone()
         others = [t.clone() for t in (token, enc_outputs, valid_lens)]
@@ -490,8 +679,17 @@ def check_bahdanau_step(fn):
         expect_close(logits, ref_logits, what="logits", case=case, atol=atol, rtol=rtol,
                      hint="logits = decoder.dense(GRU output of this step), shape "
                           "(batch, vocab).")
-        if dtype == torch.float16:
-            continue  # float16 gradients differ from a float16 reference's by rounding
+        new_decoder = _decoder_and_inputs(
+            layers, batch, steps, lens, seed, attention, dtype, options.get("w_v_scale", 1),
+            options.get("crowd", 0), options.get("dropout", 0.0),
+            options.get("far_apart", False))[0]  # the same decoder, never called
+        pending = pending or _expect_fresh_keys(fn, decoder, new_decoder, token, state,
+                                                enc_outputs, valid_lens, dtype, case, stale)
+        if dtype == torch.float16:  # compared with a float64 run, within float16's rounding
+            _expect_half_gradients(fn, decoder, token, state, enc_outputs, valid_lens, case,
+                                   stale)
+            continue
+        large = options.get("w_v_scale", 1) > 1 or options.get("far_apart", False)
         expect_gradients(
             lambda h, e: _with_grad_outputs(fn, decoder, token, h, e, valid_lens, case, stale),
             lambda h, e: _reference(decoder, token, h, e, valid_lens),
@@ -499,6 +697,9 @@ def check_bahdanau_step(fn):
             params=[(f"decoder.{name}", p) for name, p in decoder.named_parameters()],
             reference_dtype=None, name="bahdanau_step", nan_hint=NAN_HINT,
             case=case + " (gradients of logits, new state and weights)",
-            wrong_hint="the values are right but the gradients are not: something is "
-                       "detached (.detach(), .data, torch.no_grad(), a NumPy detour) or "
-                       "computed outside autograd, e.g. the context or the weights.")
+            wrong_hint=LARGE_SCORES_GRAD_HINT if large else
+            "the values are right but the gradients are not: something is detached "
+            "(.detach(), .data, torch.no_grad(), a NumPy detour) or computed outside "
+            "autograd, e.g. the context or the weights.")
+    if pending:
+        fail(*pending)

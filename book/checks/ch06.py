@@ -117,7 +117,8 @@ def _scale_hint(std):
 
 
 def _jacobian_rank(module, n, d):
-    """Rank of d(encoding of n positions) / d(trainable parameters), in eval mode."""
+    """Rank of d(encoding of n positions) / d(trainable parameters), in eval mode, and the
+    positions whose vector no parameter moves (a frozen row, such as padding_idx's)."""
     params = [p for p in module.parameters() if p.requires_grad]
     E = module(torch.zeros(1, n, d)).reshape(-1)
     if not E.requires_grad:
@@ -133,7 +134,9 @@ def _jacobian_rank(module, n, d):
         grads = torch.autograd.grad(E[k], params, retain_graph=True, allow_unused=True)
         rows.append(torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1)
                                for g, p in zip(grads, params)]))
-    return int(torch.linalg.matrix_rank(torch.stack(rows).double()))
+    J = torch.stack(rows).double()  # (n * d, number of parameters)
+    frozen = [i for i in range(n) if not J[i * d:(i + 1) * d].any()]
+    return int(torch.linalg.matrix_rank(J)), frozen
 
 
 def _one_of(Y, choices, atol=1e-5):
@@ -253,23 +256,34 @@ def check_learned_positional_encoding(cls, train=True):
         fail("the gradient of your encoding's parameters contains NaN or inf.")
     module.eval()
     n = 10
-    rank = _jacobian_rank(module, n, d)
+    rank, frozen = _jacobian_rank(module, n, d)
     if rank < n * d:
         what = {1: "one trainable number for all of them (e.g. a scale times the fixed "
                    "sinusoid)", n: "one trainable number per position, the same for every "
                                    "feature",
-                d: "one trainable vector shared by all positions",
-                (n - 1) * d: "one position's vector is not trainable (nn.Embedding's "
-                             "padding_idx=0 freezes position 0 at the zero vector)"}
+                d: "one trainable vector shared by all positions"}
+        if frozen:
+            rows = ", ".join(str(i) for i in frozen)
+            why = ((f"the vector of position {rows} is not trainable: no parameter moves it"
+                    if len(frozen) == 1 else f"the vectors of positions {rows} are not "
+                    "trainable: no parameter moves them")
+                   + (" (nn.Embedding's padding_idx=0 freezes position 0 at the zero "
+                      "vector)" if frozen == [0] else ""))
+        else:
+            why = what.get(rank, "every position's vector is trainable, but they are tied "
+                                 "together: a factorised (low-rank) table such as A @ B "
+                                 "with an inner size below num_hiddens, or parameters "
+                                 "shared between positions, lets the vectors of the "
+                                 "positions move only within a common subspace")
         fail(f"for {n} positions of 16 features your encoding can learn only {rank} "
-             f"independent directions, not {n} x 16 = {n * d}: "
-             f"{what.get(rank, 'too few free parameters')}."
+             f"independent directions, not {n} x 16 = {n * d}: {why}."
              " A learned encoding gives every position its own trainable vector.",
              "a table with one row of num_hiddens trainable numbers per position: "
              "nn.Parameter(torch.randn(1, max_len, num_hiddens)), or nn.Embedding(max_len, "
              "num_hiddens) looked up at positions 0..n-1.")
 
     _expect_current_parameters(cls, module, d)
+    _expect_table_read_anew(cls, d)
 
     long_len = LONG_MAX_LEN
     long_case = f"cls(num_hiddens=16, dropout=0.0, max_len={long_len})"
@@ -484,6 +498,67 @@ def _expect_current_parameters(cls, module, d):
              "earlier call, so the training would never show in the output.",
              "look the table up anew in every forward: return self.dropout(X + "
              "self.P[:, :n]); keep no copies (.clone(), a cached slice) between calls.")
+
+
+def _expect_table_read_anew(cls, d):
+    """The table is read anew at every call, whatever came before: after a first call under
+    torch.no_grad() (a validation pass), a training call at the same length gives the
+    parameters gradients; after .double() following a first call, the output follows the
+    float64 parameters and their gradients are float64 (no slice kept from a call before)."""
+    X = torch.randn(2, 7, d, generator=torch.Generator().manual_seed(9))
+    weights = torch.randn(2, 7, d, generator=torch.Generator().manual_seed(10))
+    module = _make(cls, "cls(num_hiddens=16, dropout=0.0, max_len=50)", d, 0.0, max_len=50)
+    with torch.no_grad():
+        _forward(module.eval(), X, "X of shape (2, 7, 16), eval mode, under torch.no_grad()")
+    out = _forward(module.train(), X, "the same X, train mode, with autograd on")
+    params = [p for p in module.parameters() if p.requires_grad]
+    grads = torch.autograd.grad((out * weights).sum(), params, allow_unused=True) \
+        if out.requires_grad else []
+    if not any(g is not None and g.abs().sum() > 0 for g in grads):
+        fail("after a first call under torch.no_grad() (in eval mode: a validation pass), a "
+             "training call at the same length, 7, gives your encoding's parameters no "
+             "gradient: forward reuses something it made at the first call (such as a "
+             "slice of the table kept per length), made without autograd, so no training "
+             "step after a validation pass would change the table.",
+             "look the table up anew in every forward: return self.dropout(X + "
+             "self.P[:, :n]); keep no slices or copies between calls.")
+
+    module = _make(cls, "cls(num_hiddens=16, dropout=0.0, max_len=50)", d, 0.0, max_len=50)
+    twin = _make(cls, "a second cls(num_hiddens=16, dropout=0.0, max_len=50)", d, 0.0,
+                 max_len=50).double().eval()
+    _forward(module.eval(), X, "X of shape (2, 7, 16), eval mode")
+    module.double()
+    g = torch.Generator().manual_seed(11)
+    with torch.no_grad():  # an optimizer step on both, in float64
+        for p, q in zip(module.parameters(), twin.parameters()):
+            if p.requires_grad and p.is_floating_point():
+                step = 0.5 * torch.randn(p.shape, generator=g, dtype=torch.float64)
+                p.add_(step.to(p.dtype))
+                q.add_(step.to(q.dtype))
+    case = ("X of shape (2, 7, 16) in float64, after .double() on a module called before "
+            "in float32 (and a change of its parameters)")
+    out = _forward(module, X.double(), case)
+    with torch.no_grad():
+        fresh = _forward(twin, X.double(), "the same X, on a twin module made float64 "
+                                           "before any call")
+    if not torch.allclose(out, fresh, atol=1e-5):
+        fail(f"on {case}, your output is not what the float64 parameters give: forward "
+             "uses a slice or copy of the table made at the first call, before .double() "
+             "replaced the parameters' data, so neither the conversion nor later training "
+             "shows in the output.",
+             "look the table up anew in every forward: return self.dropout(X + "
+             "self.P[:, :n]); keep no slices or copies between calls.")
+    params = [(name, p) for name, p in module.named_parameters() if p.requires_grad]
+    if out.requires_grad:
+        grads = torch.autograd.grad((out * weights.double()).sum(), [p for _, p in params],
+                                    allow_unused=True)
+        for (name, p), grad in zip(params, grads):
+            if grad is not None and grad.dtype != p.dtype:
+                fail(f"on {case}, the gradient of your parameter `{name}` is {grad.dtype}, "
+                     f"the parameter {p.dtype}: forward computes with a tensor of the table "
+                     "kept from a call before .double().",
+                     "look the table up anew in every forward: return self.dropout(X + "
+                     "self.P[:, :n]); keep no slices or copies between calls.")
 
 
 def _expect_forward_leaves_parameters(module, X, g):
