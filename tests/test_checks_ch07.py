@@ -531,3 +531,26 @@ def test_check_pre_norm_block_accepts_per_query_lengths_and_strided_inputs():
             return Y + self.addnorm2.dropout(self.ffn(norm(self.addnorm2.ln, Y)))
 
     accepts(checks.check_pre_norm_block, ReshapeNorm)
+
+
+# -- Round 8 red team (tests/checker_redteam/round8_ch07_prenorm.py, writer C) -------------
+
+
+def test_check_pre_norm_block_round8_dropout_messages():
+    from checker_redteam import round8_ch07_prenorm as r8
+
+    block = checks.check_pre_norm_block
+    rejects(block, r8.W_24_dropout_no_rescale, "train mode",
+            "does not scale the kept ones by 1 / (1 - p) = 2", "self.addnorm1.dropout")
+    # Against the wording (its own mask, right in distribution): named, not accepted.
+    rejects(block, r8.S_05_own_dropout_mask, "train mode", "the right rate and scale",
+            "its mask is your own", "self.addnorm1.dropout")
+
+
+def test_check_causal_mask_hint_names_the_uint8_and_bfloat16_limits():
+    def uint8_positions(num_steps):
+        i = torch.arange(num_steps).to(torch.uint8)
+        return i[None, :] <= i[:, None]
+
+    rejects(checks.check_causal_mask, uint8_positions, "num_steps=300",
+            "uint8 ones after 255", "bfloat16 ones past 256")

@@ -625,3 +625,25 @@ def test_the_new_round7_tests_cost_little_of_the_budget():
     rates["exact split"] = math.prod(per_call)
     assert all(r < 1e-8 for r in rates.values()), rates
     assert sum(rates.values()) < 2e-8, rates
+
+
+# -- Round 8 red team (tests/checker_redteam/round8_ch08_*.py, writer C) -------------------
+
+
+def test_check_mlm_masking_round8_unchanged_positions_unlabelled():
+    from checker_redteam import round8_ch08_mlm as r8
+    rejects(checks.check_mlm_masking, r8.W_06_labels_only_changed,
+            "kept their original token", "about 90% of 15%",
+            "you labelled only the positions you changed")
+
+
+@pytest.mark.parametrize("name, fragment", [
+    ("W_04_output_proj_no_bias", "the bias of the attention's output projection W_o"),
+    ("W_15_segment_as_2", "counts the segment embeddings as 2 numbers"),
+    ("W_21_segment_three", "gives the segment embeddings 3 rows instead of 2"),
+    ("W_22_blocks_plus_one", "counts num_blks + 1 blocks"),
+    ("W_23_pos_max_len_plus_one", "position embeddings max_len + 1 rows"),
+])
+def test_check_bert_param_count_round8_slips(name, fragment):
+    from checker_redteam import round8_ch08_bertcount as r8
+    rejects(checks.check_bert_param_count, getattr(r8, name), fragment)

@@ -38,7 +38,8 @@ def top_p_pairwise(logits, p):  # unusual: O(V^2), no sorting, straight from the
 
 def top_p_log_probs(logits, p):  # unusual: returns renormalised log-probabilities
     keep = torch.isfinite(top_p(logits, p))
-    log_probs = torch.log_softmax(logits.float(), dim=-1).masked_fill(~keep, float("-inf"))
+    wide = logits.to(torch.promote_types(logits.dtype, torch.float32))  # float64 stays
+    log_probs = torch.log_softmax(wide, dim=-1).masked_fill(~keep, float("-inf"))
     return (log_probs - torch.logsumexp(log_probs, -1, keepdim=True)).to(logits.dtype)
 
 
@@ -671,3 +672,73 @@ def test_attention_step_float64_accepts_float64_computations():
         return out.to(q.dtype), keys, values
 
     accepts(checks.check_attention_step, float64_through_float32_upcast_for_halves)
+
+
+# -- Round 8 red team (tests/checker_redteam/round8_ch09_*.py, writer C) -------------------
+
+
+def test_attention_step_round8_bfloat16_and_first_call():
+    from checker_redteam import round8_ch09_attention_step as r8
+
+    step = checks.check_attention_step
+    # bfloat16 is tried: a float16 output, a raise and zeros all fail there.
+    rejects(step, r8.W_24_half_not_bf16, "bfloat16, batch 2", "dtype torch.float16",
+            "expected torch.bfloat16")
+    rejects(step, r8.W_28_bf16_raises, "raised TypeError", "bfloat16, batch 2")
+    rejects(step, r8.W_29_bf16_garbage, "output is wrong on bfloat16, batch 2")
+    # The very first call already carries a prompt: 'first call is t = 0' is stale.
+    rejects(step, r8.W_19_first_call_ignores_past, "the very first call",
+            "prompt of 5 positions", "treats its first call differently",
+            "the caller owns the cache")
+
+
+def test_attention_step_accepts_a_computation_in_bfloat16_itself():
+    def in_the_input_dtype(q, k, v, past_keys, past_values):
+        keys, values = torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+        if q.dtype == torch.float16:  # float16 overflows on one case: float32 there
+            return (torch.softmax(q.float() @ keys.float().transpose(2, 3)
+                                  / math.sqrt(q.shape[-1]), -1) @ values.float()
+                    ).half(), keys, values
+        scores = q @ keys.transpose(2, 3) / math.sqrt(q.shape[-1])
+        return torch.softmax(scores, dim=-1) @ values, keys, values
+
+    accepts(checks.check_attention_step, in_the_input_dtype)
+
+
+def test_attention_step_round8_messages():
+    from checker_redteam import round8_ch09_attention_step as r8
+
+    step = checks.check_attention_step
+    rejects(step, r8.W_26_squeeze_q, "head size 1", "the head size is 1",
+            "squeeze() without a dim drops every axis of size 1", "q.squeeze(2)")
+    rejects(step, r8.W_01_scale_by_heads, "the scale is wrong",
+            "the number of heads (3, q.shape[1])")
+    rejects(step, r8.W_04_scale_by_length, "the scale is wrong",
+            "changes with the number of keys")
+    for fn in (r8.W_11_heads_positions_mixed, r8.W_12_einsum_sums_heads):
+        rejects(step, fn, "with one head (head 0 alone) your output is right",
+                "the heads are mixed")
+
+
+def test_top_p_round8_messages():
+    from checker_redteam import round8_ch09_top_p as r8
+
+    top_p = checks.check_top_p_filter
+    # p >= 1 returning logits itself: a new tensor is asked for (as RoPE's x in round 6).
+    rejects(top_p, r8.W_24_p1_alias, "returned logits itself", "p=1.0",
+            "not a new tensor", "logits.clone()")
+    # count + 1 at p = 1 indexes past the row: the hint says why.
+    rejects(top_p, r8.W_10_plus_one_gather, "out of bounds", "p=1.0",
+            "may never reach p", "V + 1", "cumsum - probs")
+
+
+def test_top_p_rejects_a_view_of_logits():
+    def view_at_p_one(logits, p):
+        if p >= 1:
+            return logits.view_as(logits)
+        probs = torch.softmax(logits.double(), -1)
+        ranked = probs.sort(-1, descending=True).values
+        n = ((ranked.cumsum(-1) - ranked) < p).sum(-1, keepdim=True)
+        return logits.masked_fill(probs < ranked.gather(-1, n - 1), float("-inf"))
+
+    rejects(checks.check_top_p_filter, view_at_p_one, "returned a view of logits")

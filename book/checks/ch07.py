@@ -25,8 +25,8 @@ _EMPTY_HINT = ("num_steps=0 (an empty sequence) has no queries and no keys: the 
 def check_causal_mask(fn):
     """Check `fn(num_steps)`: a (num_steps, num_steps) bool mask, True where query i may
     attend key j, that is j <= i (scaled_dot_product_attention's convention), for lengths
-    from 0 (an empty (0, 0) mask) to 4097 (past 64, 127, 2048 and 4096, where cached masks
-    or tables, int8 or float16 positions break), and the first length once more at the end
+    from 0 (an empty (0, 0) mask) to 4097 (past 64, 127, 255, 256, 2048 and 4096, where
+    cached masks or tables, int8, uint8, bfloat16 or float16 positions break), and the first length once more at the end
     (a cached mask must not change between calls)."""
     seen = set()
     for n in (4, 1, 0, 2, 7, 50, 65, 130, 300, 2050, 4097, 4):
@@ -65,8 +65,9 @@ def check_causal_mask(fn):
         i, j = (int(v) for v in wrong[0])
         if n > 127:
             hint = ("right for short sequences, wrong for long ones: int8 positions wrap "
-                    "around after 127, float16 ones are not exact past 2048 (keep "
-                    "torch.arange's int64), and a fixed window or table ends somewhere.")
+                    "around after 127 (uint8 ones after 255), float16 ones are not exact "
+                    "past 2048 (bfloat16 ones past 256; keep torch.arange's int64), and a "
+                    "fixed window or table ends somewhere.")
             fail(f"on {case}, mask[{i}, {j}] is {bool(mask[i, j])}, expected "
                  f"{bool(expected[i, j])} ({int((mask != expected).sum())} entries wrong).",
                  hint)
@@ -816,6 +817,48 @@ def _expect_train_mode(block, ref, X, valid_lens):
                 alternative = mistake(X, valid_lens)
             if is_close(out, alternative, atol=1e-4, rtol=1e-4):
                 fail(f"on {case}, {what}", _FORMULA)
+        own = _own_dropout(block, ref, X, valid_lens)
         expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
-                     hint="in train mode the dropouts must sit on the sublayer outputs, with "
-                          "the block's own rate: " + _FORMULA)
+                     hint=own or "in train mode the dropouts must sit on the sublayer "
+                                 "outputs, with the block's own rate: " + _FORMULA)
+
+
+def _own_dropout(block, ref, X, valid_lens):
+    """A hint for a train-mode output that is wrong although the eval-mode one is right,
+    from copies of both blocks whose FFN ends in zeros and whose attention runs in eval
+    mode: the learner's output minus X is then the dropped attention output A. Its ratio
+    to A is 0 or 1 (a dropout that does not rescale), or 0 or 1/(1 - p) (a dropout of the
+    right kind with a mask of its own). None if neither, or if the copies fail."""
+    try:
+        mine, theirs = copy.deepcopy(block), copy.deepcopy(ref)
+        with torch.no_grad():
+            for model in (mine, theirs):
+                last = [m for m in model.ffn.modules() if isinstance(m, torch.nn.Linear)][-1]
+                last.weight.zero_()
+                if last.bias is not None:
+                    last.bias.zero_()
+            attention = theirs.eval()(X, valid_lens) - X
+            mine.train()
+            mine.attention.eval()
+            dropped = mine(X, valid_lens) - X
+    except Exception:  # a diagnosis only
+        return None
+    if not (isinstance(dropped, torch.Tensor) and dropped.shape == attention.shape):
+        return None
+    big = attention.abs() > 1e-3
+    ratio = (dropped[big] / attention[big]).double()
+    p = ref.addnorm1.dropout.p
+    zero, one, scaled = ((ratio - r).abs() < 1e-3 for r in (0.0, 1.0, 1 / (1 - p)))
+    if not (zero.any() and (one | scaled).any() and (zero | one | scaled).all()):
+        return None
+    if one.any() and not scaled.any():
+        return (f"your dropout zeroes entries but does not scale the kept ones by "
+                f"1 / (1 - p) = {1 / (1 - p):g}, so in train mode the sublayer outputs are "
+                f"{1 - p:g} times their eval-mode size on average. Use the block's own dropouts, self.addnorm1.dropout and "
+                "self.addnorm2.dropout (nn.Dropout rescales): " + _FORMULA)
+    if scaled.any() and not one.any():
+        return ("your dropout has the right rate and scale, but its mask is your own "
+                "(torch.rand or torch.bernoulli), so with the reference's seed it drops "
+                "other entries: use the block's own dropouts, self.addnorm1.dropout and "
+                "self.addnorm2.dropout, as the exercise asks: " + _FORMULA)
+    return None

@@ -236,7 +236,8 @@ def _call_top_p(fn, logits, p, case):
     """Call the learner's filter; check what comes back is a tensor like `logits`."""
     before = logits.clone()
     try:
-        out = call(fn, logits, p, name="top_p_filter", case=case, hint_on_error=_view_hint)
+        out = call(fn, logits, p, name="top_p_filter", case=case,
+                   hint_on_error=lambda error: _view_hint(error) or _index_hint(error, p))
     except CheckFailed as error:
         message = str(error).split("\nHint:")[0]
         if logits.dtype == torch.float16 and "overflow" in message:
@@ -255,7 +256,32 @@ def _call_top_p(fn, logits, p, case):
     if not torch.equal(torch.nan_to_num(logits), torch.nan_to_num(before)):
         fail(f"top_p_filter changed its input in place on {case}.",
              "use masked_fill (a new tensor), not masked_fill_ or an assignment into logits.")
+    if out is logits or _shares_memory(out, logits):
+        fail(f"top_p_filter returned {'logits itself' if out is logits else 'a view of logits'}"
+             f" on {case}, not a new tensor: a caller that writes into the result (say "
+             "out[0, 0] = -inf) changes its own logits.",
+             "return a new tensor like logits, also when every token is kept (p >= 1): "
+             "logits.masked_fill(remove, float('-inf')) always makes one, or "
+             "logits.clone().")
     return out
+
+
+def _shares_memory(a, b):
+    return (isinstance(a, torch.Tensor) and a.numel() > 0 and b.numel() > 0
+            and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
+
+
+def _index_hint(error, p):
+    """For an index past a row's end (or before its start) in a gather or indexing: the
+    count of kept tokens came out 0 or V + 1."""
+    if not (isinstance(error, IndexError) or "out of bounds" in str(error)):
+        return None
+    at_one = (" At p = 1 the running sum may never reach p (float rounding, or tokens of "
+              "probability 0 from -inf logits), so (cumsum < p).sum() is V, and + 1 is "
+              "V + 1, past the last index." if p >= 1 else "")
+    return ("an index past the end of a row (or below 0): the number of kept tokens must "
+            "be between 1 and V." + at_one + " Count the tokens whose mass above, "
+            "cumsum - probs, is below p: that count is at least 1 and at most V.")
 
 
 def _view_hint(error):
@@ -536,7 +562,7 @@ def _cache_cases():
     ]
 
 
-def _diagnose_step(out, Q, K, V, t, hs, later=None):
+def _diagnose_step(out, Q, K, V, t, hs, later=None, one_head=None):
     """A hint for a wrong output at step t, from what it equals instead. `later()` gives
     the learner's output at step 2 (from a right cache), or None: at step 1, attending to
     key 0 only is both 'the past only' and is_causal's top-left mask; step 2 tells them
@@ -585,6 +611,15 @@ def _diagnose_step(out, Q, K, V, t, hs, later=None):
     if same(attend(keys, values, 1.0)):
         return "the scores are not scaled: divide q . k by sqrt(head size)."
     heads = Q.shape[1]
+    if t > 0 and hs != t + 1 and any(same(attend(keys, values, scale))
+                                     for scale in ((t + 1) ** -0.5, 1.0 / (t + 1))):
+        return ("the scale is wrong: it changes with the number of keys (t + 1 = "
+                f"{t + 1} here). Divide q . k by sqrt(head size), q.shape[-1] = {hs}, "
+                "the same at every step.")
+    if heads > 1 and heads != hs and any(same(attend(keys, values, scale))
+                                         for scale in (heads ** -0.5, 1.0 / heads)):
+        return (f"the scale is wrong: it uses the number of heads ({heads}, "
+                f"q.shape[1]); divide q . k by sqrt(head size), q.shape[-1] = {hs}.")
     if any(same(attend(keys, values, scale))
            for scale in (1.0 / hs, hs ** 0.5, (heads * hs) ** -0.5, 1.0 / (heads * hs))):
         return "the scale is wrong: divide q . k by sqrt(head size), the last axis of q."
@@ -596,6 +631,12 @@ def _diagnose_step(out, Q, K, V, t, hs, later=None):
         return (f"some (sequence, head) pairs are right and others wrong, e.g. {wrong}: every "
                 "sequence of the batch and every head attends over its own keys (batched "
                 "matrix products over the leading axes, no indexing of one sequence).")
+    if heads > 1 and one_head is not None and one_head(t):
+        return (f"with one head (head 0 alone) your output is right, with {heads} heads it "
+                "is not: the heads are mixed (a permute or reshape that mixes heads with "
+                "positions, or an einsum that sums over the heads). Every head attends "
+                "over its own keys: keep (batch, heads) as leading batch axes, q @ "
+                "keys.transpose(2, 3), shapes (batch, heads, 1, t + 1).")
     return ("compute softmax(q K^T / sqrt(head size)) V over the keys of all t + 1 "
             "positions (the cache plus the new one), with max subtraction (torch.softmax).")
 
@@ -682,7 +723,8 @@ def _step(fn, Q, K, V, t, past_k, past_v, where, owned=False):
     """The learner's step t of one sequence: (output, keys, values), checked for type."""
     try:
         result = call(fn, Q[:, :, t:t + 1], K[:, :, t:t + 1], V[:, :, t:t + 1], past_k,
-                      past_v, name="attention_step", case=where, hint_on_error=_view_hint)
+                      past_v, name="attention_step", case=where,
+                      hint_on_error=lambda error: _view_hint(error) or _ones_hint(Q))
     except CheckFailed as error:
         if "Sizes of tensors must match" in str(error) or "size of tensor" in str(error):
             fail(str(error).split("\nHint:")[0], OWN_CACHE_HINT if owned else
@@ -693,6 +735,35 @@ def _step(fn, Q, K, V, t, past_k, past_v, where, owned=False):
         fail(f"attention_step should return a tuple (output, keys, values), got "
              f"{type(result).__name__} on {where}.")
     return result
+
+
+def _ones_hint(Q):
+    """For a crash on inputs with an axis of size 1 (every case before them has passed):
+    squeeze() without a dim drops that axis too."""
+    b, h, _, hs = Q.shape
+    ones = [name for name, size in (("the batch", b), ("the number of heads", h),
+                                    ("the head size", hs)) if size == 1]
+    if not ones:
+        return None
+    return (f"here {' and '.join(ones)} is 1, and the earlier cases passed: squeeze() "
+            "without a dim drops every axis of size 1, not only the query axis, and the "
+            "shapes no longer line up. Name the axis, q.squeeze(2), or keep q 4-d: "
+            "q @ keys.transpose(2, 3) gives the scores (batch, heads, 1, t + 1).")
+
+
+def _one_head(fn, Q, K, V):
+    """right(t): whether the learner's step t on head 0 alone (contiguous copies, a right
+    cache) is right; False if that fails."""
+    def right(t):
+        Q1, K1, V1 = (x[:, :1].contiguous() for x in (Q, K, V))
+        try:
+            out = _step(fn, Q1, K1, V1, t, K1[:, :, :t], V1[:, :, :t], "head 0 alone")[0]
+        except CheckFailed:
+            return False
+        return (isinstance(out, torch.Tensor) and out.shape == Q1[:, :, :1].shape
+                and bool((out.double() - _full_causal(Q1, K1, V1)[:, :, t:t + 1])
+                         .abs().max() <= 1e-3))
+    return right
 
 
 def _later(fn, Q, K, V):
@@ -773,7 +844,8 @@ def _run_steps(fn, sequences, case, tol, start=0):
                          "q.dtype, torch.float32), compute with q.to(dtype), "
                          "keys.to(dtype) and values.to(dtype), and cast the output back "
                          "to q.dtype.")
-                hint = _diagnose_step(out, Q, K, V, t, hs, later=_later(fn, Q, K, V))
+                hint = _diagnose_step(out, Q, K, V, t, hs, later=_later(fn, Q, K, V),
+                                      one_head=None if owned else _one_head(fn, Q, K, V))
                 scores = (Q[:, :, t:t + 1].double() @ K[:, :, :t + 1].double()
                           .transpose(2, 3)) / math.sqrt(hs)                 # (b, h, 1, t+1)
                 limit = 11 if Q.dtype == torch.float16 else 88  # exp overflows beyond
