@@ -339,3 +339,36 @@ ROUND7_MESSAGES = {
 def test_round7_messages_point_at_the_fault(name):
     rejects(checks.check_chunked_attention, redteam_entry("round7_a1_chunked", name),
             *ROUND7_MESSAGES[name])
+
+
+# -- Round 8 red team (tests/checker_redteam/round8_a1_chunked.py) -------------------------
+
+ROUND8_MESSAGES = {
+    # chunks larger than chunk_size: rounded up to a multiple of 8, or a fixed 16
+    "W_14_round_chunk_up_to_multiple_of_8": ["chunk_size=10", "shape (1, 16, 200)",
+                                             "use the chunk_size argument itself"],
+    "W_17_fixed_chunk_16_ignores_argument": ["chunk_size=10", "shape (1, 16, 200)"],
+    # one maximum per chunk: rows underflow to 0 / 0 (nothing overflows)
+    "W_13_max_over_whole_matrix_chunk": ["contains NaN", "0 / 0 is NaN",
+                                         "each row's own maximum"],
+    # tensor_split parts of chunk_size + 1 (nothing overlaps)
+    "W_16_tensor_split_sections": ["shape (1, 25, 1000)", "tensor_split", "Q.split("],
+}
+
+
+@pytest.mark.parametrize("name", ROUND8_MESSAGES)
+def test_round8_messages_point_at_the_fault(name):
+    rejects(checks.check_chunked_attention, redteam_entry("round8_a1_chunked", name),
+            *ROUND8_MESSAGES[name])
+
+
+def test_the_largest_tensor_counts_only_what_the_function_computes():
+    """The check's own comparisons in call() (the in-place check, the earlier results)
+    are not counted: a right function passes chunk_size 10 after a 1000-query call."""
+    from book.checks import _core, a1
+
+    with _core._results_kept():  # as inside a check: every result is kept and compared
+        X = torch.randn(1, 1000, 8)
+        a1._largest_chunk(chunked_reference, X, X, X, 24, "1000 queries")
+        X = torch.randn(1, 200, 8)
+        a1._largest_chunk(chunked_reference, X, X, X, 10, "200 queries")

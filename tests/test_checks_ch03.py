@@ -557,3 +557,55 @@ def test_round7_sdpa_smallest_length_is_still_named():
     text = rejects(checks.check_scaled_dot_product_attention, smallest,
                    "uses the smallest of its per-query lengths")
     assert "first query" not in text
+
+
+# -- Round 8 red team (tests/checker_redteam/round8_ch03_*.py): holes and messages ---------
+
+ROUND8_MASKED_SOFTMAX_MESSAGES = {
+    # .view(-1) on per-query lengths that are a transpose: the hint names valid_lens, not X
+    "W_15_view_valid_lens": ["valid_lens torch.tensor([[1, 2], [3, 4], [5, 0]]).T",
+                             "valid_lens (a transpose) is not contiguous in memory"],
+    # lengths cast to uint8 wrap around at 256 (was told float16's 2048)
+    "W_13_float_lens_rounded": ["a cast to torch.uint8 (.byte())", "lowest 8 bits",
+                                "a length of 2049 becomes 1"],
+}
+
+ROUND8_SDPA_MESSAGES = {
+    # a 1-D valid_lens read as per-query lengths when batch == num_queries
+    "W_15_lens_decided_by_last_dim": ["queries (2, 2, 4)", "read as one length per query",
+                                      "valid_lens.dim()"],
+    # the values used for the scores when they have the keys' shape
+    "W_12_keys_values_swapped_when_same_shape": ["values (2, 5, 4)",
+                                                 "the scores are computed with the values"],
+    # mask faults: the mask, not keys and values, is named
+    "W_06_lens_as_float_mask_multiply": ["valid_lens [2, 4]", "the fault lies in the mask",
+                                         "masked_fill(~mask"],
+    "W_07_2d_lens_flattened_wrong": ["per-query valid_lens", "the fault lies in the mask"],
+    "W_10_first_batch_lens": ["every example uses the lengths of example 0"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND8_MASKED_SOFTMAX_MESSAGES)
+def test_round8_masked_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round8_ch03_masked_softmax as r8
+
+    text = rejects(checks.check_masked_softmax, vars(r8)[name],
+                   *ROUND8_MASKED_SOFTMAX_MESSAGES[name])
+    assert "float16 holds the integers" not in text and "X (a transpose)" not in text
+
+
+@pytest.mark.parametrize("name", ROUND8_SDPA_MESSAGES)
+def test_round8_sdpa_messages_point_at_the_fault(name):
+    from checker_redteam import round8_ch03_sdpa as r8
+
+    text = rejects(checks.check_scaled_dot_product_attention, vars(r8)[name],
+                   *ROUND8_SDPA_MESSAGES[name])
+    assert "(not the keys)" not in text
+
+
+def test_round8_int8_lengths_are_named_too():
+    """int8 wraps at 128 and 256: lengths of 300 and 257 become 44 and 1."""
+    def int8_lengths(X, valid_lens):
+        return masked_softmax(X, None if valid_lens is None else valid_lens.to(torch.int8))
+    rejects(checks.check_masked_softmax, int8_lengths, "torch.int8 (.char())",
+            "lowest 8 bits")

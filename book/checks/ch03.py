@@ -195,17 +195,18 @@ def _wrapped_lens(W, X, lens, atol, case):
     __tracebackhide__ = True
     if int(lens.max()) < 128:
         return
-    for dtype, name in ((torch.uint8, "torch.uint8 (.byte())"),
-                        (torch.int8, "torch.int8 (.char())")):
-        wrapped = lens.to(dtype).long()
-        if is_close(W, _reference_masked_softmax(X, None, lens=wrapped), atol=atol,
-                    rtol=1e-3):
-            at = (lens != wrapped).nonzero()[0]
-            fail(f"the weights are wrong on {case}: they are what the lengths give after a "
-                 f"cast to {name}, which keeps only their lowest 8 bits (a length of "
-                 f"{int(lens[tuple(at)])} becomes {int(wrapped[tuple(at)])}).",
-                 "keep valid_lens in its integer dtype (torch.long): compare "
-                 "torch.arange(num_keys) with valid_lens[..., None] as they are.")
+    found = [(name, lens.to(dtype).long()) for dtype, name in (
+        (torch.uint8, "torch.uint8 (.byte())"), (torch.int8, "torch.int8 (.char())"))
+        if is_close(W, _reference_masked_softmax(X, None, lens=lens.to(dtype).long()),
+                    atol=atol, rtol=1e-3)]
+    if found:  # lengths such as 2049 and 4100 wrap alike in both: then both are named
+        wrapped = found[0][1]
+        at = tuple((lens != wrapped).nonzero()[0])
+        fail(f"the weights are wrong on {case}: they are what the lengths give after a "
+             f"cast to {' or '.join(name for name, _ in found)}, which keeps only their "
+             f"lowest 8 bits (a length of {int(lens[at])} becomes {int(wrapped[at])}).",
+             "keep valid_lens in its integer dtype (torch.long): compare "
+             "torch.arange(num_keys) with valid_lens[..., None] as they are.")
 
 
 def _masked_changed_in_place(fn):

@@ -202,8 +202,11 @@ def W_repeat_not_interleave(X, valid_lens):
     return w.reshape(b, q, k)
 
 
-def O_additive_mask(X, valid_lens):
-    """Adds a finfo.min additive mask in float32, then casts back (valid algorithm)."""
+# Listed as right until round 8: under issue 12's float64 rule (a float64 input asks for
+# float64 accuracy) computing a float64 X in float32 is wrong.
+def W_additive_mask_float32(X, valid_lens):
+    """Adds a finfo.min additive mask in float32, then casts back: a float64 X loses
+    float64 accuracy."""
     if valid_lens is None:
         return torch.softmax(X, dim=-1)
     vl = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
