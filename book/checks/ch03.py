@@ -291,8 +291,9 @@ _NAN_GRAD_HINT = ("an additive -inf mask (X + mask) makes the backward compute N
 def check_masked_softmax(fn):
     """Check `fn(X, valid_lens)`: softmax over the last axis that ignores keys >= valid_len, on
     1-D and 2-D lengths, empty rows, batches of one, huge and dominating scores, float16,
-    float64, bfloat16, rows of 60 keys, square X, a second call on the same tensors changed in
-    place, and gradients (fully masked rows included)."""
+    float64, bfloat16, rows of 60 keys, square X, transposed X and lengths, lengths above 255,
+    a second call on the same tensors changed in place, and gradients (fully masked rows
+    included)."""
     earlier = {}  # (X's shape, valid_lens's shape) -> the first such valid_lens
 
     def check_case(case, X, valid_lens):
@@ -811,8 +812,9 @@ _SDPA_MISTAKES = [
 @checker("scaled_dot_product_attention")
 def check_scaled_dot_product_attention(fn):
     """Check `fn(queries, keys, values, valid_lens)` -> softmax(Q K^T / sqrt(d)) V, masked, on
-    batches of one, huge and large scores, 60 keys, float16, a second call on the same tensors
-    changed in place, and gradients."""
+    batches of one, huge and large scores, 60 keys, float16, float64, as many queries as
+    examples, values of the keys' shape, a second call on the same tensors changed in place,
+    and gradients."""
     earlier = []  # the (queries, keys, values) of the calls that were right
     for case, q, k, v, valid_lens, atol in _attention_cases():
         given = [q.clone(), k.clone(), v.clone()]
