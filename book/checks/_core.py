@@ -477,7 +477,9 @@ FLOAT64_TOL = 1e-10
 FLOAT64_HINT = (
     "a float64 input asks for float64 accuracy: compute in the input's dtype, and go up to "
     "float32 only from float16 or bfloat16, e.g. dtype = torch.promote_types(x.dtype, "
-    "torch.float32), compute with x.to(dtype), and cast the result back to x.dtype.")
+    "torch.float32), compute with x.to(dtype), and cast the result back to x.dtype. "
+    "Constants too: torch.tensor(d) is float32; use math.sqrt(d) (a Python float) or "
+    "dtype=x.dtype.")
 
 
 def expect_float64_accuracy(value, expected, what="the output", case=""):
