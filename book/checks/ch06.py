@@ -19,7 +19,9 @@ message is the same on every run):
    Jacobian of E (10 positions x 16 features) with respect to the parameters has full rank
    160, so every entry of every position's vector can be learned on its own (one scale times
    the sinusoid has rank 1, one scalar per position rank 10); and the output follows a
-   change of the parameters (no copy of the table kept from an earlier call);
+   change of the parameters (no copy of the table kept from an earlier call), and the table
+   is read anew after a first call under torch.no_grad() (a training call at the same
+   length gives gradients) and after .double() (float64 values and gradients);
    the table follows max_len (max_len=1200, above the default 1000: at least 1200 x 16
    trainable numbers, and a sequence of 1200 accepted), and a sequence longer than max_len
    raises an error (no position is wrapped, clamped or given a row past max_len: tried
