@@ -289,8 +289,8 @@ def check_online_softmax_attention(fn):
     over blocks of keys with a running max, sum and weighted sum. Equal to full attention
     (block sizes 1, 3, 4, 16 and larger than n, a shorter last block, scores of 1e4 and of
     -5000), the causal variant (key j <= query i; visible scores near -2e4, so that the
-    hidden ones need -inf), transposed (non-contiguous) inputs, float64 inputs (the output
-    keeps their dtype), gradients, and a peak memory bounded by
+    hidden ones need -inf), transposed (non-contiguous) inputs, float64, float16 and
+    bfloat16 inputs (the output keeps their dtype), gradients, and a peak memory bounded by
     the block size: no (n, n) matrix or mask, and no (num_queries, num_keys) scores for
     few queries and many keys."""
     _check_online_values(fn, half=False)
@@ -541,8 +541,8 @@ def check_grouped_query_attention(fn):
     """Check `fn(Q, K, V)` for Q (batch, num_heads, m, head_size) and K, V (batch,
     num_kv_heads, n, head_size): each group of num_heads // num_kv_heads consecutive query
     heads attends with one key-value head (query head i reads head i // group). Multi-query
-    (one key-value head), grouped and plain multi-head cases, float64 inputs (the output
-    keeps their dtype), scores in the hundreds (exp must not overflow), a second call after
+    (one key-value head), grouped and plain multi-head cases, float64, float16 and bfloat16
+    inputs (the output keeps their dtype), scores in the hundreds (exp must not overflow), a second call after
     K and V changed in place (no cache keyed by the tensors); gradients."""
     seen = {}  # the K and V of an earlier case, by shapes
     for case, (Q, K, V) in _gqa_cases():

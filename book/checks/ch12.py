@@ -239,7 +239,8 @@ def _wrong_patch_size_hint(p):
 def check_patchify(fn):
     """Check `fn(images, patch_size)`: (b, c, H, W) -> (b, (H/p)(W/p), c p p), patches row by
     row, (channel, row, column) inside each; shapes that patches do not tile raise
-    ValueError; gradients pass through; the dtype is kept."""
+    ValueError; gradients pass through; the dtype (float64, float16, bfloat16) is kept; the
+    same images at another patch size and channel count (no stale cache)."""
     shapes = {}  # the shape of each earlier result: the case it came from
     for b, c, H, W, p in _CASES:
         case = _case((b, c, H, W), p)
@@ -318,7 +319,8 @@ def check_patchify(fn):
 @checker("unpatchify")
 def check_unpatchify(fn):
     """Check `fn(patches, patch_size, image_size)`: the inverse of patchify, (b, num_patches,
-    c p p) -> (b, c, H, W) with image_size = (H, W); inconsistent sizes raise ValueError."""
+    c p p) -> (b, c, H, W) with image_size = (H, W); inconsistent sizes raise ValueError
+    (also a wrong count and length whose totals agree); the dtype is kept."""
     shapes = {}  # the shape of each earlier result: the case it came from
     for b, c, H, W, p in _CASES:
         images = _coordinates(b, c, H, W)
