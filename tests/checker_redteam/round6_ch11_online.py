@@ -239,7 +239,9 @@ def W_16_truncated_graph_acc_detach(Q, K, V, block_size, causal=False):
     return acc / l
 
 
-def O_17_state_in_float32_cast_back(Q, K, V, block_size, causal=False):
+# Was O_ until session 21: under the float64 rule a float64 input asks for float64 accuracy,
+# and this keeps its running state in float32 (3.1e-7 off).
+def W_17_state_in_float32_cast_back(Q, K, V, block_size, causal=False):
     # state always float32 on the CPU: float64 inputs lose precision (and CUDA crashes)
     b, nq, d = Q.shape
     out = _core(Q.float(), K.float(), V.float(), block_size, causal)

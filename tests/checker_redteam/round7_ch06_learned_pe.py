@@ -192,7 +192,10 @@ class W_14_detached_in_eval(C_01_reference):
         return self.dropout(X + P[:, :n].to(X.dtype))
 
 
-class O_15_cached_slice_per_length(C_01_reference):
+# Was O_ until round 8: a slice cached per (n, dtype) made under torch.no_grad() (a
+# validation pass) has no autograd link to P, so later training steps at that length give
+# P no gradient (round 8 B's W17); check_learned_positional_encoding now refuses it.
+class W_15_cached_slice_per_length(C_01_reference):
     # caches P[:, :n].to(dtype) per (n, dtype): after an optimiser step the cached copy
     # is stale (the .to() of the same dtype is the parameter itself... but the slice is a
     # view, so this one stays current; the cast copy for another dtype does not)
