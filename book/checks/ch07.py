@@ -26,8 +26,8 @@ def check_causal_mask(fn):
     """Check `fn(num_steps)`: a (num_steps, num_steps) bool mask, True where query i may
     attend key j, that is j <= i (scaled_dot_product_attention's convention), for lengths
     from 0 (an empty (0, 0) mask) to 4097 (past 64, 127, 255, 256, 2048 and 4096, where
-    cached masks or tables, int8, uint8, bfloat16 or float16 positions break), and the first length once more at the end
-    (a cached mask must not change between calls)."""
+    cached masks or tables, int8, uint8, bfloat16 or float16 positions break), and the
+    first length once more at the end (a cached mask must not change between calls)."""
     seen = set()
     for n in (4, 1, 0, 2, 7, 50, 65, 130, 300, 2050, 4097, 4):
         again = n in seen
@@ -833,7 +833,8 @@ def _own_dropout(block, ref, X, valid_lens):
         mine, theirs = copy.deepcopy(block), copy.deepcopy(ref)
         with torch.no_grad():
             for model in (mine, theirs):
-                last = [m for m in model.ffn.modules() if isinstance(m, torch.nn.Linear)][-1]
+                last = [m for m in model.ffn.modules()
+                        if isinstance(m, torch.nn.Linear)][-1]
                 last.weight.zero_()
                 if last.bias is not None:
                     last.bias.zero_()
@@ -854,8 +855,9 @@ def _own_dropout(block, ref, X, valid_lens):
     if one.any() and not scaled.any():
         return (f"your dropout zeroes entries but does not scale the kept ones by "
                 f"1 / (1 - p) = {1 / (1 - p):g}, so in train mode the sublayer outputs are "
-                f"{1 - p:g} times their eval-mode size on average. Use the block's own dropouts, self.addnorm1.dropout and "
-                "self.addnorm2.dropout (nn.Dropout rescales): " + _FORMULA)
+                f"{1 - p:g} times their eval-mode size on average. Use the block's own "
+                "dropouts, self.addnorm1.dropout and self.addnorm2.dropout (nn.Dropout "
+                "rescales): " + _FORMULA)
     if scaled.any() and not one.any():
         return ("your dropout has the right rate and scale, but its mask is your own "
                 "(torch.rand or torch.bernoulli), so with the reference's seed it drops "

@@ -257,9 +257,9 @@ def _call_top_p(fn, logits, p, case):
         fail(f"top_p_filter changed its input in place on {case}.",
              "use masked_fill (a new tensor), not masked_fill_ or an assignment into logits.")
     if out is logits or _shares_memory(out, logits):
-        fail(f"top_p_filter returned {'logits itself' if out is logits else 'a view of logits'}"
-             f" on {case}, not a new tensor: a caller that writes into the result (say "
-             "out[0, 0] = -inf) changes its own logits.",
+        what = "logits itself" if out is logits else "a view of logits"
+        fail(f"top_p_filter returned {what} on {case}, not a new tensor: a caller that "
+             "writes into the result (say out[0, 0] = -inf) changes its own logits.",
              "return a new tensor like logits, also when every token is kept (p >= 1): "
              "logits.masked_fill(remove, float('-inf')) always makes one, or "
              "logits.clone().")
@@ -353,7 +353,8 @@ def _compare_nucleus(out, logits, p, case):
              "keep the kept tokens' logits as they are (or shift a whole row by one "
              "constant): the kept probabilities must stay in the same ratios and sum to 1.")
     if out.dtype == torch.float64:
-        expect_float64_accuracy(probs, expected, what="the softmax of your output", case=case)
+        expect_float64_accuracy(probs, expected, what="the softmax of your output",
+                                case=case)
 
 
 def _explain_wrong_set(out, logits, kept, yours, p, where):
