@@ -301,7 +301,9 @@ def W_21_multiply_by_keep_plus_log(logits, p):
     return logits * keep + torch.log(keep)
 
 
-def O_10_returns_input_when_nothing_removed(logits, p):
+# Was O_10; wrong since round 8: 9.1 asks for a new tensor (round 8's W24), as returning
+# x itself was for RoPE in round 6.
+def W_10_returns_input_when_nothing_removed(logits, p):
     """Returns `logits` itself (no copy) when every token is kept."""
     out = C_01_reference_style(logits, p)
     if bool((out > NEG).eq(logits > NEG).all()):
