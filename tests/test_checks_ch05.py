@@ -262,3 +262,18 @@ def test_an_index_cached_under_the_shape_only_is_named():
     rejects(checks.check_transpose_output,
             redteam_entry("round7_ch05_transpose_output", "W_09_index_cache_without_heads"),
             "cached under X.shape without num_heads")
+
+
+def test_a_buffer_or_memo_shared_by_two_inputs_of_one_shape_is_caught():
+    """Round 9 (qkv W18/W19, output W11/W15): an output buffer per shape filled with copy_
+    (it keeps autograd), and a memo keyed on the shape and X[0, 0, 0], are caught by a second
+    X of an earlier shape, -X (the same first entry, every other entry different)."""
+    for checker, module, buffer, memo in (
+            (checks.check_transpose_qkv, "round9_ch05_transpose_qkv",
+             "W_18_reused_buffer_with_grad", "W_19_returns_previous_result_same_shape"),
+            (checks.check_transpose_output, "round9_ch05_transpose_output",
+             "W_11_reused_buffer_with_grad", "W_15_memo_keyed_on_first_entry")):
+        rejects(checker, redteam_entry(module, buffer), "changed what it returned earlier",
+                "a second X of that shape", "do not keep an output buffer")
+        rejects(checker, redteam_entry(module, memo), "returns its result of an earlier call",
+                "a memo keyed on")

@@ -5,7 +5,7 @@ entry lands in the wrong place the message can say where it came from.
 """
 import torch
 
-from ._core import call, checker, expect_gradients, expect_tensor, fail, view_hint
+from ._core import call, checker, expect_gradients, expect_tensor, fail, view_hint, worst
 
 _CASES = [  # (batch, n, num_hiddens, num_heads): odd sizes, a batch of one, n = 1 and n = 51
     (2, 3, 8, 2), (3, 4, 12, 3), (1, 5, 8, 4), (2, 2, 6, 1), (2, 4, 8, 8), (2, 5, 7, 7),
@@ -146,6 +146,30 @@ def _arithmetic(fn, X, num_heads, shape, what, case):
              "reduced tensor, or arithmetic on the values.")
 
 
+def _second_x(fn, first, second, expected, earlier, num_heads, what, case):
+    """Call `fn` on `second`, an X of the same shape, num_heads and dtype as `first` (called
+    earlier) that differs from it in every entry but the first: a result that is the
+    earlier call's, or a buffer shared by both calls (caught by `call`), fails here."""
+    out = call(fn, second, num_heads, name=what.split("(")[0], case=case,
+               hint_on_error=_reshape_hint)
+    expect_tensor(out, expected.shape, dtype=second.dtype, what=what, case=case)
+    if torch.equal(out, expected):
+        return
+    if torch.equal(out, earlier):
+        fail(f"{what} on {case} returns its result of an earlier call, on {first}: the "
+             "two inputs have the same shape and the same first entry, and differ everywhere "
+             "else.",
+             "compute the result from the whole input at every call: a result kept from an "
+             "earlier call (a memo keyed on the shape, num_heads or a few entries) is "
+             "stale as soon as the values change.")
+    where, want, got, _ = worst(out, expected)
+    fail(f"{what} is wrong on {case}: at index {where} expected {want:g}, got {got:g}, "
+         f"although it was right on {first}, which has the same shape (X there is -X "
+         "here): the result must depend only on this call's X and num_heads.",
+         "compute the result from the whole input at every call, with no state kept "
+         "between calls.")
+
+
 _HEAD_MAJOR = ("The rows are ordered head by head (row i * batch + b holds head i of "
                "example b), not example by example.")
 _HEAD_MAJOR_HINT = ("keep the batch axis first: .permute(0, 2, 1, 3) on (batch, n, "
@@ -199,6 +223,10 @@ def check_transpose_qkv(fn):
         one(sizes, X, how)
     for sizes, how in _same_shape_cases((2, 4, 12)):  # one X shape, num_heads 2, 3, 4, 6
         one(sizes, coordinates(*sizes), how)
+    X = coordinates(*_CASES[0])  # -X: the same shape and first entry (0), all else differ
+    _second_x(fn, "X of shape (2, 3, 8) with num_heads=2", -X, _split_heads(-X, 2),
+              _split_heads(X, 2), 2, "transpose_qkv(X, num_heads)",
+              "-X for the X of shape (2, 3, 8) with num_heads=2 (a second X of that shape)")
     g = torch.Generator().manual_seed(5)
     X = torch.randn(2, 4, 6, generator=g)
     expect_gradients(lambda x: fn(x, 3), lambda x: _split_heads(x, 3), [("X", X)],
@@ -254,6 +282,11 @@ def check_transpose_output(fn):
         one(sizes, heads, how)
     for sizes, how in _same_shape_cases((12, 4, 3), output=True):  # X (12, 4, 3), h 2..6
         one(sizes, heads_of(*sizes), how)
+    X = heads_of(*_CASES[0])  # -X: the same shape and first entry (0), all else differ
+    _second_x(fn, "X of shape (4, 3, 4) with num_heads=2 (batch 2)", -X,
+              _merge_heads(-X, 2), _merge_heads(X, 2), 2, "transpose_output(X, num_heads)",
+              "-X for the X of shape (4, 3, 4) with num_heads=2 (batch 2) (a second X of "
+              "that shape)")
     g = torch.Generator().manual_seed(6)
     X = torch.randn(6, 4, 2, generator=g)
     expect_gradients(lambda x: fn(x, 3), lambda x: _merge_heads(x, 3), [("X", X)],
