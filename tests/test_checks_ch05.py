@@ -273,7 +273,8 @@ def test_a_buffer_or_memo_shared_by_two_inputs_of_one_shape_is_caught():
              "W_18_reused_buffer_with_grad", "W_19_returns_previous_result_same_shape"),
             (checks.check_transpose_output, "round9_ch05_transpose_output",
              "W_11_reused_buffer_with_grad", "W_15_memo_keyed_on_first_entry")):
-        rejects(checker, redteam_entry(module, buffer), "changed what it returned earlier",
-                "a second X of that shape", "do not keep an output buffer")
-        rejects(checker, redteam_entry(module, memo), "returns its result of an earlier call",
-                "a memo keyed on")
+        rejects(checker, redteam_entry(module, buffer),
+                "changed what it returned earlier", "a second X of that shape",
+                "do not keep an output buffer")
+        rejects(checker, redteam_entry(module, memo),
+                "returns its result of an earlier call", "a memo keyed on")

@@ -157,8 +157,8 @@ def _second_x(fn, first, second, expected, earlier, num_heads, what, case):
         return
     if torch.equal(out, earlier):
         fail(f"{what} on {case} returns its result of an earlier call, on {first}: the "
-             "two inputs have the same shape and the same first entry, and differ everywhere "
-             "else.",
+             "two inputs have the same shape and the same first entry, and differ "
+             "everywhere else.",
              "compute the result from the whole input at every call: a result kept from an "
              "earlier call (a memo keyed on the shape, num_heads or a few entries) is "
              "stale as soon as the values change.")
