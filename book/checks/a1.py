@@ -33,8 +33,40 @@ _NAN_HINT = ("a hand-written softmax gives NaN when exp() overflows (exp(89) is 
              "scores.amax(dim=-1, keepdim=True), or use torch.softmax.")
 
 
+def _isqrt_fail(case, d):
+    __tracebackhide__ = True
+    fail(f"the output is wrong on {case}: the scores are divided by sqrt(d) rounded down to "
+         f"an integer, {math.isqrt(d)} for d = {d} (int(math.sqrt(d)) or math.isqrt(d) do "
+         "that).", "divide by math.sqrt(d), a float, d = Q.shape[-1].")
+
+
+# d=8: sqrt(d) rounded down (2) is neither 1 (no scale) nor sqrt(8): where a case's d makes
+# the two alike (d = 2 or 3), this call tells them apart (added after red-team round 9).
+_ISQRT_PROBE = "batch 1, 5 queries, 6 keys, d=8, chunk_size=4"
+
+
+def _isqrt_on_probe(fn):
+    g = torch.Generator().manual_seed(19)
+    Q, K, V = (torch.randn(1, n, dd, generator=g) for n, dd in ((5, 8), (6, 8), (6, 5)))
+    seen = call(fn, Q, K, V, 4, name="chunked_attention", case=_ISQRT_PROBE,
+                hint_on_error=_chunks_hint)
+    return isinstance(seen, torch.Tensor) and seen.is_floating_point() \
+        and tuple(seen.shape) == (1, 5, 5) \
+        and is_close(seen, _attention(Q, K, V, scale=2.0), atol=1e-5, rtol=1e-4)
+
+
 def _diagnose(out, ref, Q, K, V, chunk, case, tol):
+    __tracebackhide__ = True
     d = Q.shape[-1]
+    if math.isqrt(d) not in (1, math.sqrt(d)) and is_close(
+            out, _attention(Q, K, V, scale=float(math.isqrt(d))), **tol):
+        _isqrt_fail(case, d)
+    if V.shape[1] == V.shape[2] and is_close(out, _attention(Q, K, V.transpose(1, 2)),
+                                             **tol):
+        fail(f"the output is wrong on {case}: it is weights @ V.transpose(1, 2), which has "
+             "the right shape only because there are as many keys as the value size.",
+             "each chunk's output is weights @ V, with V (batch, num_keys, value_dim) as it "
+             "is.")
     for size, what in ((V.shape[-1], "the value size V.shape[-1]"),
                        (chunk, "the chunk size"), (K.shape[1], "the number of keys"),
                        (Q.shape[1], "the number of queries")):
@@ -112,10 +144,10 @@ def _largest_chunk(fn, Q, K, V, chunk, case):
     def counted(Q, K, V, chunk):
         with largest:  # fn alone: not the check's own comparisons in call()
             return _spied(fn, Q, K, V, chunk)
-    call(counted, Q, K, V, chunk, name="chunked_attention", case=case,
-         hint_on_error=_chunks_hint)
+    out = call(counted, Q, K, V, chunk, name="chunked_attention", case=case,
+               hint_on_error=_chunks_hint)
     if largest.numel <= chunk * n:
-        return
+        return out
     rows = largest.numel / n
     what = f"the scores of {rows:g} queries" if rows == int(rows) else "more than that"
     by_keys = n_q != n and largest.shape[-2:] == (n_q, min(chunk, n))  # every query at once
@@ -148,6 +180,24 @@ def _largest_chunk(fn, Q, K, V, chunk, case):
     fail(f"on {case}, chunked_attention computed a tensor of {largest.numel} numbers at once "
          f"(shape {largest.shape}, from {largest.op}): {what}, more than one chunk's scores "
          f"at once (chunk_size x num_keys = {chunk} x {n} = {chunk * n} per example).", hint)
+
+
+def _big_right(fn, Q, K, V, chunk, case):
+    """The number of values counted and the output right too on a large input (added after
+    red-team round 9: a function that computes large inputs another way, in bfloat16 or
+    with dropout, was right on every small case)."""
+    __tracebackhide__ = True
+    out = _largest_chunk(fn, Q, K, V, chunk, case)
+    expect_tensor(out, (Q.shape[0], Q.shape[1], V.shape[-1]), dtype=Q.dtype,
+                  what="the output", case=case, nan_hint=_NAN_HINT)
+    ref = _attention(Q, K, V)
+    tol = dict(atol=1e-5, rtol=1e-4)
+    if not is_close(out, ref, **tol):
+        _diagnose(out, ref, Q, K, V, chunk, case, tol)
+    expect_close(out, ref, what="the output", case=case, **tol,
+                 hint="the output was right on the small inputs: compute a large input the "
+                      "same way, in its own dtype (not bfloat16 or float16 to save time) and "
+                      "without dropout. " + HINT[0].upper() + HINT[1:])
 
 
 def _stale(out, tensors, earlier, tol, case):
@@ -248,11 +298,12 @@ def _chunks_hint(error, chunk=None):
 @checker("chunked_attention")
 def check_chunked_attention(fn):
     """Check `fn(Q, K, V, chunk_size)`: equal to full attention (shorter last chunk, chunk
-    larger than n, 60 queries, large scores, float64, float16, bfloat16, a second call on new
-    inputs of the same shapes and one on the same inputs changed in place),
-    its gradients, no tensor larger than one chunk's scores (counted on 1000 queries and keys,
-    and on 2000 queries and 500 keys, chunk_size 24; on 200 queries and keys, chunk_size
-    10), and a peak memory far below n x n."""
+    larger than n, 60 queries, large scores, also in one chunk, float64 with d=4 and d=6,
+    float16, bfloat16, as many keys as the value size, a second call on new inputs of the
+    same shapes and one on the same inputs changed in place), its gradients, no tensor
+    larger than one chunk's scores (counted on 1000 queries and keys, and on 2000 queries and
+    500 keys, chunk_size 24; on 200 queries and keys, chunk_size 10; the outputs of these
+    runs compared too), and a peak memory far below n x n."""
     g = torch.Generator().manual_seed(0)
     cases = [("batch 2, 8 queries, 8 keys, d=4, chunk_size=4", 2, 8, 8, 4, 4, 2.0),
              ("batch 1, 10 queries, 6 keys, d=3, chunk_size=4 (the last chunk has 2 queries)",
@@ -279,7 +330,19 @@ def check_chunked_attention(fn):
         # Added after red-team round 6: new tensors of the first case's shapes (catches a
         # result kept between calls, e.g. K^T cached by shape).
         ("a second call with new Q, K and V of the first case's shapes: batch 2, 8 queries, "
-         "8 keys, d=4, chunk_size=4", 2, 8, 8, 4, 4, 2.0, torch.float32, "again")]
+         "8 keys, d=4, chunk_size=4", 2, 8, 8, 4, 4, 2.0, torch.float32, "again"),
+        # Added after red-team round 9 (from their own generator, g9): float64 with d not a
+        # perfect square (sqrt(d) computed in float32 is rounded there, exact for d=4),
+        # large scores with one chunk that holds every query, and as many keys as the value
+        # size (V.mT has V's shape there).
+        ("float64 inputs: batch 2, 9 queries, 7 keys, d=6, chunk_size=4", 2, 9, 7, 6, 4,
+         2.0, torch.float64, "round9"),
+        ("batch 2, 6 queries, 7 keys, d=4, chunk_size=8 (one chunk holds every query), Q "
+         "= 10 + randn, K = 10 + 0.1 * randn (scores near 200, weights up to about 0.5)", 2,
+         6, 7, 4, 8, 1.0, torch.float32, "shifted"),
+        ("batch 2, 6 queries, 5 keys, d=4, value_dim=5 (as many keys as the value size), "
+         "chunk_size=4", 2, 6, 5, 4, 4, 2.0, torch.float32, "round9")]
+    g9 = torch.Generator().manual_seed(9)
     g6 = torch.Generator().manual_seed(6)
     earlier = {}  # (name, shape, dtype) -> the first such Q, K or V
     for case, batch, n_q, n_k, d, chunk, scale, dtype, layout in cases:
@@ -287,10 +350,13 @@ def check_chunked_attention(fn):
             Q = 2.0 * torch.randn(batch, d, n_q, generator=g5).transpose(1, 2)
             K = 2.0 * torch.randn(batch, d, n_k, generator=g5).transpose(1, 2)
             V = torch.randn(batch, 5, n_k, generator=g5).transpose(1, 2)
-        elif layout == "again":
-            Q = scale * torch.randn(batch, n_q, d, generator=g6)
-            K = scale * torch.randn(batch, n_k, d, generator=g6)
-            V = torch.randn(batch, n_k, 5, generator=g6)
+        elif layout in ("again", "round9", "shifted"):
+            g_new = g6 if layout == "again" else g9
+            # "shifted": every score large, the keys close, so that no key takes every weight
+            shift, spread = (10.0, 0.1) if layout == "shifted" else (0.0, 1.0)
+            Q = (shift + scale * torch.randn(batch, n_q, d, generator=g_new)).to(dtype)
+            K = (shift + spread * scale * torch.randn(batch, n_k, d, generator=g_new)).to(dtype)
+            V = torch.randn(batch, n_k, 5, generator=g_new).to(dtype)
         else:
             Q = (scale * torch.randn(batch, n_q, d, generator=g)).to(dtype)
             K = (scale * torch.randn(batch, n_k, d, generator=g)).to(dtype)
@@ -323,6 +389,8 @@ def check_chunked_attention(fn):
             if not torch.equal(before, after):
                 fail(f"chunked_attention changed its argument {name} in place on {case}.")
         if is_close(out, _attention(Q, K, V, scale=False), atol=1e-5, rtol=1e-4):
+            if math.isqrt(d) == 1 < d and _isqrt_on_probe(fn):
+                _isqrt_fail(case, d)
             fail(f"the output equals softmax(Q K^T) V without the scale on {case}.",
                  "divide the scores by sqrt(d), d = Q.shape[-1] (chapter 3 says why).")
         if n_q > 1 and is_close(out, _attention(Q, K, V, dim=-2)[:, :n_q], atol=1e-5,
@@ -333,7 +401,7 @@ def check_chunked_attention(fn):
             fail(f"the last queries' outputs are all zeros on {case}: the last, shorter chunk "
                  "was not computed.",
                  "Q[:, i:i + chunk_size] is simply shorter at the end; compute it too.")
-        tol = dict(atol=1e-3 if scale > 10 else 1e-5, rtol=1e-4)
+        tol = dict(atol=1e-3 if scale > 10 or layout == "shifted" else 1e-5, rtol=1e-4)
         if dtype == torch.float16:
             tol = dict(atol=5e-3, rtol=5e-3)
         ref = _attention(Q, K, V)
@@ -353,18 +421,18 @@ def check_chunked_attention(fn):
     # Every tensor it computes at once holds at most chunk_size x n numbers (counted exactly:
     # catches a fixed chunk, torch.chunk's chunk count, chunk_size + 1 rows, the full matrix).
     X = torch.randn(1, 1000, 8, generator=g)
-    _largest_chunk(fn, X, X, X, 24, "batch 1, 1000 queries and keys, d=8, chunk_size=24")
+    _big_right(fn, X, X, X, 24, "batch 1, 1000 queries and keys, d=8, chunk_size=24")
     # Added after red-team round 6: more queries than keys, so that all queries at once
     # against chunk_size keys (a loop over the keys) holds more than chunk_size x num_keys.
     g6 = torch.Generator().manual_seed(66)
     Q, K, V = (torch.randn(1, n, 4, generator=g6) for n in (2000, 500, 500))
-    _largest_chunk(fn, Q, K, V, 24, "batch 1, 2000 queries, 500 keys, d=4, value_dim=4, "
-                                    "chunk_size=24")
+    _big_right(fn, Q, K, V, 24, "batch 1, 2000 queries, 500 keys, d=4, value_dim=4, "
+                                "chunk_size=24")
     # Added after red-team round 8: a chunk_size below 16 that is not a multiple of 8
     # (catches chunks rounded up to a multiple of 8, or a fixed chunk of 16).
     g8 = torch.Generator().manual_seed(88)
     X = torch.randn(1, 200, 8, generator=g8)
-    _largest_chunk(fn, X, X, X, 10, "batch 1, 200 queries and keys, d=8, chunk_size=10")
+    _big_right(fn, X, X, X, 10, "batch 1, 200 queries and keys, d=8, chunk_size=10")
     # Its peak memory stays far below the n x n matrix (catches every chunk's weights kept).
     # At chunk_size 16 one chunk's float32 scores take 1/62 of it: room for a float64
     # computation with several named temporaries (4 float64 chunks: 1/8 of it).

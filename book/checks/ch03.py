@@ -151,6 +151,22 @@ def _masked_softmax_cases_round8():
          torch.tensor([[1, 2], [3, 4], [5, 0]]).T),
         ("X of shape (2, 2, 300), valid_lens [[257, 300], [3, 299]] (lengths above 255)",
          torch.randn(2, 2, 300, generator=g), torch.tensor([[257, 300], [3, 299]])),
+        *_masked_softmax_cases_round9(),
+    ]
+
+
+def _masked_softmax_cases_round9():
+    """Cases added after red-team round 9: large scores without a mask (a None branch of its
+    own needs the max shift too), three in a row of one shape and dtype (a result kept in a
+    buffer shared between no-mask calls is changed by the next call)."""
+    g = torch.Generator().manual_seed(309)
+    return [
+        ("X of shape (2, 3, 5) with every score near 1000 (1000 + randn), valid_lens None "
+         "(no mask)", 1000 + torch.randn(2, 3, 5, generator=g), None),
+        ("X = 200 + 10 * randn(2, 3, 5) (scores near 200), valid_lens None (no mask)",
+         200 + 10 * torch.randn(2, 3, 5, generator=g), None),
+        ("X of shape (2, 3, 5) with every score near -1000 (randn - 1000), valid_lens None "
+         "(no mask)", torch.randn(2, 3, 5, generator=g) - 1000, None),
     ]
 
 
@@ -290,7 +306,8 @@ _NAN_GRAD_HINT = ("an additive -inf mask (X + mask) makes the backward compute N
 @checker("masked_softmax")
 def check_masked_softmax(fn):
     """Check `fn(X, valid_lens)`: softmax over the last axis that ignores keys >= valid_len, on
-    1-D and 2-D lengths, empty rows, batches of one, huge and dominating scores, float16,
+    1-D and 2-D lengths, empty rows, batches of one, huge and dominating scores (also without
+    a mask), float16,
     float64, bfloat16, rows of 60 keys, square X, transposed X and lengths, lengths above 255,
     a second call on the same tensors changed in place, and gradients (fully masked rows
     included)."""
@@ -579,6 +596,29 @@ def _attention_cases_round8():
         ("queries (2, 3, 4), keys (2, 5, 4), values (2, 5, 4) (the value size is d, and the "
          "values are not the keys), valid_lens None",
          *[torch.randn(2, n, 4, generator=g) for n in (3, 5, 5)], None, 1e-5),
+        *_attention_cases_round9(),
+    ]
+
+
+def _attention_cases_round9():
+    """Cases added after red-team round 9: large scores without a mask (a None branch of its
+    own needs the max shift too), new queries, keys and values of the first case's shapes
+    with the first case's valid_lens (weights kept from an earlier call of the same shapes
+    and lengths), and a batch of two with more than 3 queries."""
+    g = torch.Generator().manual_seed(409)
+    first = ((3, 16), (5, 16), (5, 6))
+    return [
+        ("queries and keys 30 * randn(2, 3, 4) and (2, 5, 4) (scores up to about 1000), "
+         "values (2, 5, 3), valid_lens None",
+         *[30 * torch.randn(2, n, 4, generator=g) for n in (3, 5)],
+         torch.randn(2, 5, 3, generator=g), None, 1e-3),
+        ("new queries (2, 3, 16), keys (2, 5, 16), values (2, 5, 6) (the first case's "
+         "shapes), valid_lens None (as in the first case)",
+         *[torch.randn(2, n, dd, generator=g) for n, dd in first], None, 1e-5),
+        ("queries (2, 6, 8), keys (2, 7, 8), values (2, 7, 3) (a batch of two with 6 "
+         "queries), valid_lens [[7, 1, 3, 0, 5, 2], [4, 6, 7, 2, 1, 3]]",
+         *[torch.randn(2, n, dd, generator=g) for n, dd in ((6, 8), (7, 8), (7, 3))],
+         torch.tensor([[7, 1, 3, 0, 5, 2], [4, 6, 7, 2, 1, 3]]), 1e-5),
     ]
 
 
@@ -812,9 +852,10 @@ _SDPA_MISTAKES = [
 @checker("scaled_dot_product_attention")
 def check_scaled_dot_product_attention(fn):
     """Check `fn(queries, keys, values, valid_lens)` -> softmax(Q K^T / sqrt(d)) V, masked, on
-    batches of one, huge and large scores, 60 keys, float16, float64, as many queries as
-    examples, values of the keys' shape, a second call on the same tensors changed in place,
-    and gradients."""
+    batches of one, huge and large scores (also without valid_lens), 60 keys, float16,
+    float64, as many queries as examples, a batch of two with 6 queries, values of the keys'
+    shape, new tensors of an earlier call's shapes, a second call on the same tensors
+    changed in place, and gradients."""
     earlier = []  # the (queries, keys, values) of the calls that were right
     for case, q, k, v, valid_lens, atol in _attention_cases():
         given = [q.clone(), k.clone(), v.clone()]
