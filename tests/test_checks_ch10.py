@@ -577,3 +577,24 @@ def test_alibi_round8_state_and_huge_numbers_above_the_diagonal():
         accepts(checks.check_alibi_bias,
                 lambda h, n, fill=fill: alibi(h, n).masked_fill(upper(n), fill))
     accepts(checks.check_alibi_bias, alibi)
+
+
+# -- Round 9 red team (tests/checker_redteam/round9_ch10_*.py) -----------------------------
+
+def test_apply_rope_round9_gradient_at_zero_pairs():
+    from checker_redteam import round9_ch10_rope as r9
+    # Polar form (sqrt, atan2): NaN where a pair of features is (0, 0).
+    rejects(checks.check_apply_rope, r9.W_05_grad_nan_via_where,
+            "contains NaN or inf", "some pairs of features (0, 0)",
+            "which is (0, 0)", "no derivative at (0, 0)")
+    # The unit pair rotated and scaled back by its length: gradient 0 there.
+    rejects(checks.check_apply_rope, r9.W_15_norm_rescaled,
+            "the gradient with respect to x is wrong", "which is (0, 0)",
+            "RoPE is linear in x")
+
+
+def test_alibi_round9_transposed_is_named():
+    from checker_redteam import round9_ch10_alibi as r9
+    rejects(checks.check_alibi_bias, r9.W_10_transposed,
+            "positive below the diagonal", "the transpose of the right bias",
+            "bias[h, j, i]", "swap the query and key axes")

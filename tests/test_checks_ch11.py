@@ -405,3 +405,29 @@ def test_grouped_query_attention_round8_messages():
             "must match the size of tensor b", "the 6 query heads met 9 heads",
             "each key-value head repeated num_kv_heads = 3 times",
             "K.repeat_interleave(2, dim=1)")
+
+
+# -- Round 9 red team (tests/checker_redteam/round9_ch11_*.py) -----------------------------
+
+def test_float32_scale_for_float64_round9():
+    from checker_redteam import round9_ch11_gqa as r9g, round9_ch11_online as r9o
+    # A float32 sqrt(d) (torch.tensor(d).sqrt(), np.float32): exact for d = 4 only.
+    for fn in (r9g.W_15_float32_scale_tensor, r9g.W_18_float32_scale_numpy):
+        rejects(check_grouped_query_attention, fn, "head size 5, float64 inputs",
+                "from the float64 reference", "torch.tensor(d) is float32")
+    rejects(check_online_softmax_attention, r9o.W_13_float32_scale_tensor,
+            "d=5, block_size=3, float64 inputs", "from the float64 reference")
+
+
+def test_grouped_query_attention_round9_messages():
+    from checker_redteam import round9_ch11_gqa as r9
+    # float16 softmax by hand without the row maximum: exp() overflows above 11.09.
+    rejects(check_grouped_query_attention, r9.W_19_half_no_max_subtraction,
+            "contains NaN or inf", "float16 inputs, Q and K times 3",
+            "overflows to inf above 11.09", "subtract each row's maximum")
+    # num_kv_heads that does not divide num_heads must be refused (any error).
+    for fn in (r9.W_16_kv_heads_not_dividing_silently,
+               r9.W_20_index_select_i_times_hkv_over_h):
+        rejects(check_grouped_query_attention, fn,
+                "6 query heads, 4 key-value heads (4 does not divide 6)",
+                "instead of an error", "raise ValueError")

@@ -575,3 +575,28 @@ def test_round8_unpatchify_two_wrong_sizes_either_may_be_named():
 
     accepts(checks.check_unpatchify, only_count)
     accepts(checks.check_unpatchify, length_first)
+
+
+# -- Round 9 red team (tests/checker_redteam/round9_ch12_*.py) -----------------------------
+
+def test_unpatchify_round9_non_contiguous_patches_named():
+    from checker_redteam import round9_ch12_unpatchify as r9
+    # as_strided with strides from the shape: right on contiguous patches only.
+    rejects(checks.check_unpatchify, r9.W_12_contiguous_assumed_view,
+            "not contiguous in memory", "right on a contiguous copy of them",
+            "use .reshape and .permute")
+
+    # The same fault where the layout cases pass (right at patch_size=1): the explicit
+    # non-contiguous case, a transpose of F.unfold's layout, names it.
+    def strides_ignored_above_p1(patches, patch_size, image_size):
+        (H, W), p = image_size, patch_size
+        b, n, d = patches.shape
+        if p > 1:
+            patches = torch.as_strided(patches, (b, n, d), (n * d, d, 1),
+                                       patches.storage_offset())
+        X = patches.reshape(b, H // p, W // p, d // (p * p), p, p)
+        return X.permute(0, 3, 1, 4, 2, 5).reshape(b, d // (p * p), H, W)
+
+    rejects(checks.check_unpatchify, strides_ignored_above_p1,
+            "non-contiguous patches of shape (2, 12, 12)", "not contiguous in memory",
+            "use .reshape and .permute")

@@ -390,6 +390,35 @@ def _check_rope_gradient(fn):
     expect_gradients(fn, lambda x, p: _rope(x, p), [("x", x)], extra=(positions,),
                      name="apply_rope", case="x of shape (2, 3, 7, 8) at positions "
                      "[50, 51, 52, 60, 3, 4, 5], backward() through a weighted sum")
+    # Pairs of features that are (0, 0), and a whole zero vector (padding, a zero-
+    # initialised row): RoPE is linear in x, so the gradient there is the rotation by
+    # -angle, as anywhere. Going through the pair's length or angle (sqrt, norm, atan2,
+    # dividing by the length) gives NaN or 0 there.
+    x = torch.randn(2, 4, 8, generator=g)
+    x[0, 1, 2:4] = 0.0
+    x[0, 2] = 0.0
+    x[1, 3, 6:8] = 0.0
+    zero = (x[..., 0::2] == 0) & (x[..., 1::2] == 0)                    # (2, 4, 4) pairs
+
+    def describe(label, where):
+        if zero[where[:-1] + (where[-1] // 2,)]:
+            if bool(zero[where[:-1]].all()):
+                return "in a vector that is all zeros"
+            first = where[-1] // 2 * 2
+            return f"in the pair of features {first}, {first + 1}, which is (0, 0)"
+        return ""
+
+    hint = ("RoPE is linear in x: each pair is rotated, y = R x, and the gradient is R^T "
+            "times the upstream gradient, at a pair (0, 0) too. Computing through the "
+            "pair's length or angle (sqrt(x0^2 + x1^2), norm, atan2, dividing by the "
+            "length) has no derivative at (0, 0): write y[2j] = x[2j] cos - x[2j+1] sin, "
+            "y[2j+1] = x[2j] sin + x[2j+1] cos directly.")
+    expect_gradients(fn, lambda x, p: _rope(x, p), [("x", x)],
+                     extra=(torch.tensor([3, 10, 100, 7]),), name="apply_rope",
+                     case="x of shape (2, 4, 8) at positions [3, 10, 100, 7] with some "
+                     "pairs of features (0, 0) and one vector all zeros (x[0, 2]), "
+                     "backward() through a weighted sum",
+                     nan_hint=hint, wrong_hint=hint, describe=describe)
 
 
 def _check_rope_odd(fn):
@@ -588,6 +617,18 @@ def _check_alibi_case(fn, h, n, earlier=()):
                  "are the masked ones.",
                  "compute -m (i - j) with i the query (rows) and j the key (columns); "
                  "clamping j - i at 0, or filling the upper triangle, leaves the lower one 0.")
+        negated = all(math.isclose(a, -b, rel_tol=1e-4)
+                      for a, b in zip(seen, want.tolist()))
+        if linear and negated and (close(values, -expected) | ~lower).all():
+            fail(f"alibi_bias is positive below the diagonal (keys j < i) on {case}: "
+                 f"bias[0, 1, 0] is {values[0, 1, 0].item():.4g}, expected "
+                 f"{expected[0, 1, 0].item():.4g}. It is the transpose of the right bias "
+                 "(bias[h, j, i] in place of bias[h, i, j]), the same as +m (i - j): the "
+                 "bias rewards distance (a distant key scores higher).",
+                 "entry [h, i, j] is for query i (the rows) and key j (the columns): "
+                 "-m (i - j), which is <= 0 for every key j <= i. Did you swap the query "
+                 "and key axes (a .transpose(-1, -2), or j[:, None] - i[None, :]), or "
+                 "compute j - i?")
         if linear and not slopes_right:
             fail(f"the slopes are wrong for {case}: expected {_describe_slopes(want)}, "
                  f"got {_describe_slopes(seen)} (read from bias[head, 1, 1] - bias[head, 1, 0]).",

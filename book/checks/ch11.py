@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from ..cost import peak_memory
-from ._core import (call, checker, expect_close, expect_float64_accuracy, expect_gradients,
-                    expect_tensor, fail, forbidden, is_close, view_hint)
+from ._core import (CheckFailed, call, checker, expect_close, expect_float64_accuracy,
+                    expect_gradients, expect_tensor, fail, forbidden, is_close, view_hint)
 
 SDPA = [(F, "scaled_dot_product_attention")]
 SDPA_WHY = "the exercise asks you to write the attention yourself."
@@ -280,6 +280,12 @@ def _online_cases():
     # One key: every weight is 1 and the output equals V, as a new tensor.
     cases.append(("batch 2, 3 queries, 1 key, d=4, block_size=2 (one key: the output "
                   "equals V repeated for every query)", qkv(2, 3, 1, 4), 2, False))
+    # Head size 5: sqrt(5) is not exact in float32 (sqrt(4) is), so a float32 scale
+    # (torch.tensor(d).rsqrt()) costs float64 inputs about 1e-8.
+    for causal in (False, True):
+        cases.append(("batch 2, 8 queries, 8 keys, d=5, block_size=3, float64 inputs"
+                      + (", causal" if causal else ""),
+                      tuple(x.double() for x in qkv(2, 8, 8, 5)), 3, causal))
     return cases
 
 
@@ -460,7 +466,27 @@ def _gqa_cases():
             ("batch 2, 4 query heads, 2 key-value heads, 3 queries, 5 keys, head size 4, "
              "bfloat16 inputs (values without the head offset)",
              tuple(x.bfloat16() for x in qkv(2, 4, 2, 3, 5, 4)[:2]) +
-             (torch.randn(2, 2, 5, 4, generator=g).bfloat16(),))]
+             (torch.randn(2, 2, 5, 4, generator=g).bfloat16(),)),
+            # Head size 5: sqrt(5) is not exact in float32 (sqrt(4) is), so a float32
+            # scale (torch.tensor(d).sqrt()) costs float64 inputs about 1e-8.
+            ("batch 2, 4 query heads, 2 key-value heads, 5 queries, 6 keys, head size 5, "
+             "float64 inputs", tuple(x.double() for x in qkv(2, 4, 2, 5, 6, 5))),
+            # Scaled scores up to 27 in float16: exp() overflows above 11.09 there
+            # (e^11.09 = 65504, float16's largest), so the row maximum must be subtracted
+            # (or the softmax computed in float32).
+            (_HALF_LARGE, tuple((3 * x).half() for x in qkv(2, 4, 2, 3, 6, 16)[:2]) +
+             (torch.randn(2, 2, 6, 16, generator=g).half(),))]
+
+
+_HALF_LARGE = ("batch 2, 4 query heads, 2 key-value heads, 3 queries, 6 keys, head size "
+               "16, float16 inputs, Q and K times 3 (values without the head offset; "
+               "scaled scores up to 27, and above 11.09, where exp() overflows in "
+               "float16, in 17 of the 24 rows)")
+_HALF_OVERFLOW_HINT = (
+    "in float16, exp() overflows to inf above 11.09 (e^11.09 = 65504, float16's largest "
+    "number), and inf / inf is NaN: subtract each row's maximum score before exp() (then "
+    "no exp() exceeds 1), or compute the softmax in float32 (torch.softmax(S.float(), -1)) "
+    "and cast the result back to float16.")
 
 
 def _diagnose_heads(out, Q, K, V, case):
@@ -543,7 +569,8 @@ def check_grouped_query_attention(fn):
     heads attends with one key-value head (query head i reads head i // group). Multi-query
     (one key-value head), grouped and plain multi-head cases, float64, float16 and bfloat16
     inputs (the output keeps their dtype), scores in the hundreds (exp must not overflow), a second call after
-    K and V changed in place (no cache keyed by the tensors); gradients."""
+    K and V changed in place (no cache keyed by the tensors); gradients; an error (the
+    exercise asks for a ValueError) when num_kv_heads does not divide num_heads."""
     seen = {}  # the K and V of an earlier case, by shapes
     for case, (Q, K, V) in _gqa_cases():
         given = [Q.clone(), K.clone(), V.clone()]
@@ -562,13 +589,19 @@ def check_grouped_query_attention(fn):
         tol = dict(atol=2e-3 if large else 1e-5, rtol=1e-4)
         if Q.dtype == torch.float16:  # a few float16 rounding steps (2^-11 = 0.0005)
             tol = dict(atol=4e-3, rtol=4e-3)
+        if case == _HALF_LARGE:
+            # Scores of 27 rounded to float16 are off by up to 0.016, and the weights by
+            # as much, relatively: float16 throughout (max subtracted) is 2.6e-3 off here,
+            # float32 inside 9e-4.
+            tol = dict(atol=2e-2, rtol=2e-2)
         if Q.dtype == torch.bfloat16:  # a few bfloat16 rounding steps (2^-8 = 0.004)
             tol = dict(atol=3e-2, rtol=3e-2)
-        if large and isinstance(out, torch.Tensor) and out.is_floating_point() \
-                and not torch.isfinite(out).all():
-            fail(f"the output contains NaN or inf on {case}.",
-                 "exp() overflows for scores above about 88 in float32: subtract each row's "
-                 "maximum score before exp(), or use torch.softmax.")
+        overflow_hint = (_HALF_OVERFLOW_HINT if Q.dtype == torch.float16 else
+                         "exp() overflows for scores above about 88 in float32: subtract "
+                         "each row's maximum score before exp(), or use torch.softmax.")
+        if (large or case == _HALF_LARGE) and isinstance(out, torch.Tensor) and \
+                out.is_floating_point() and not torch.isfinite(out).all():
+            fail(f"the output contains NaN or inf on {case}.", overflow_hint)
         expect_tensor(out, Q.shape, Q.dtype, what="the output", case=case)
         for name, before, after in zip("QKV", (Q, K, V), given):
             if not torch.equal(before, after):
@@ -584,10 +617,8 @@ def check_grouped_query_attention(fn):
             _diagnose_heads(out, Q, K, V, case)
             hint = ("softmax(Q K^T / sqrt(head size)) V, with K and V repeated for each "
                     "group of query heads (repeat_interleave).")
-            if large:
-                hint = ("exp() overflows for scores above about 88 in float32 (inf / inf is "
-                        "NaN, and nan_to_num only hides it): subtract each row's maximum "
-                        "score before exp(), or use torch.softmax.")
+            if large or case == _HALF_LARGE:
+                hint = overflow_hint + (" (nan_to_num only hides the NaN.)")
             elif is_close(out, _gqa(Q, K, V), atol=5e-3, rtol=5e-3):
                 hint = ("the output is close, but not within float32's rounding: is a step "
                         "computed in float16 or bfloat16? Keep the input's dtype throughout.")
@@ -627,3 +658,28 @@ def check_grouped_query_attention(fn):
                          name="grouped_query_attention",
                          case="batch 2, 4 query heads, 2 key-value heads, 3 queries, 5 "
                               "keys (gradients)")
+    _expect_kv_heads_refused(fn)
+
+
+def _expect_kv_heads_refused(fn):
+    """6 query heads cannot share 4 key-value heads in equal groups: an error, of any kind
+    (the exercise asks for a ValueError), not a result."""
+    g = torch.Generator().manual_seed(16)
+    Q, K, V = (torch.randn(1, 6, 3, 4, generator=g), torch.randn(1, 4, 5, 4, generator=g),
+               torch.randn(1, 4, 5, 4, generator=g))
+    case = ("batch 1, 6 query heads, 4 key-value heads (4 does not divide 6), 3 queries, 5 "
+            "keys, head size 4")
+    try:
+        with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
+            out = fn(Q, K, V)
+    except CheckFailed:
+        raise
+    except Exception:  # noqa: BLE001 - any error refuses the input
+        return
+    shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+    fail(f"grouped_query_attention returned a result ({shape}) on {case} instead of an "
+         "error: 6 query heads cannot be split into equal groups over 4 key-value heads, "
+         "so some query heads were given a key-value head without a word.",
+         "check at the start of the function: if num_heads % num_kv_heads != 0, raise "
+         "ValueError(f\"num_kv_heads = {num_kv_heads} does not divide num_heads = "
+         "{num_heads}\").")

@@ -316,11 +316,29 @@ def check_patchify(fn):
     return passed("patchify")
 
 
+def _expect_strides_ignored(fn, patches, p, image_size, images, case):
+    """A wrong result on non-contiguous patches that is right on a contiguous copy of them:
+    the function reads memory as if the patches were contiguous."""
+    out = call(fn, patches.contiguous(), p, image_size, name="unpatchify",
+               case="a contiguous copy of the " + case)
+    if isinstance(out, torch.Tensor) and out.shape == images.shape and \
+            torch.equal(out.to(images.dtype), images):
+        fail(f"unpatchify(patches, patch_size, image_size) is wrong on {case}, patches "
+             "that are not contiguous in memory, but right on a contiguous copy of them: "
+             "it reads the memory as if the patches were contiguous (as_strided, strides "
+             "worked out from the shape, or .view where the layout does not allow it).",
+             "use .reshape and .permute, which follow the input's strides, rather than "
+             ".view or as_strided, and do not rely on the memory layout (strides) of the "
+             "input: patches often arrive as a view (F.unfold(...).transpose(1, 2), a "
+             "slice).")
+
+
 @checker("unpatchify")
 def check_unpatchify(fn):
     """Check `fn(patches, patch_size, image_size)`: the inverse of patchify, (b, num_patches,
     c p p) -> (b, c, H, W) with image_size = (H, W); inconsistent sizes raise ValueError
-    (also a wrong count and length whose totals agree); the dtype is kept."""
+    (also a wrong count and length whose totals agree); the dtype is kept; non-contiguous
+    patches (a transposed tensor) are read by their strides."""
     shapes = {}  # the shape of each earlier result: the case it came from
     for b, c, H, W, p in _CASES:
         images = _coordinates(b, c, H, W)
@@ -344,10 +362,27 @@ def check_unpatchify(fn):
         if not torch.equal(patches, before):
             fail(f"unpatchify changed its input patches in place on {case}.")
         if not torch.equal(out.to(images.dtype), images):
+            if not patches.is_contiguous():
+                _expect_strides_ignored(fn, patches, p, (H, W), images, case)
             fail(f"unpatchify(patches, patch_size, image_size) has the right shape but the "
                  f"wrong layout on {case}: " + _diagnose_image(out, images, patches, p) + ".",
                  _LAYOUT + " Undo patchify's steps in reverse order.")
         shapes.setdefault((b, c, H, W), case)
+    # Patches that are not contiguous in memory, as a transpose of F.unfold's (b, c p p,
+    # num_patches) result is.
+    images = _coordinates(2, 3, 6, 8)
+    patches = _patchify(images, 2).transpose(1, 2).contiguous().transpose(1, 2)
+    case = ("non-contiguous patches of shape (2, 12, 12) (a transposed (2, 12, 12) tensor, "
+            "as F.unfold(...).transpose(1, 2) gives) with patch_size=2, image_size=(6, 8)")
+    out = call(fn, patches, 2, (6, 8), name="unpatchify", case=case,
+               hint_on_error=_wrong_patch_size_hint(2))
+    expect_tensor(out, (2, 3, 6, 8), what="unpatchify(patches, patch_size, image_size)",
+                  case=case)
+    if not torch.equal(out.to(images.dtype), images):
+        _expect_strides_ignored(fn, patches, 2, (6, 8), images, case)
+        fail(f"unpatchify(patches, patch_size, image_size) is wrong on {case}: "
+             + _diagnose_image(out, images, patches.contiguous(), 2) + ".",
+             _LAYOUT + " Undo patchify's steps in reverse order.")
     # The first case's shape again, with other values: the first result must not change
     # (call() compares every earlier result with a copy of it after each call).
     images = torch.randn(2, 1, 8, 8, generator=torch.Generator().manual_seed(22))

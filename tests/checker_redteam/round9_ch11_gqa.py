@@ -43,7 +43,10 @@ def O_02_grouped_reshape_einsum(Q, K, V):
     return O.reshape(b, h, m, d).to(Q.dtype)
 
 
-def O_03_index_select_i_times_hkv_over_h(Q, K, V):
+def W_20_index_select_i_times_hkv_over_h(Q, K, V):
+    """Was O03: right where num_kv_heads divides num_heads, but with 6 query heads and 4
+    key-value heads it returns a result (head i reads i * 4 // 6) instead of an error;
+    exercise 11.2 now asks for a ValueError there (round-9 fix of W16)."""
     h, hkv = Q.shape[1], K.shape[1]
     idx = torch.arange(h, device=Q.device) * hkv // h
     wt = _wt(Q)
