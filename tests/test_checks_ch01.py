@@ -587,3 +587,53 @@ def test_round8_topk_messages_point_at_the_fault(name):
                    *ROUND8_TOPK_MESSAGES[name])
     assert "rather than zeroing" not in text
     assert "the k-th best score itself must stay" not in text
+
+
+# -- Round 9 red team (tests/checker_redteam/round9_ch01_*.py): holes and messages ---------
+
+ROUND9_SOFTMAX_MESSAGES = {
+    # a branch for 1-D inputs without the shift (the new 1-D large-score case)
+    "W_18_vector_fast_path": ["a vector of 4 large scores", "yours returned inf"],
+    # bfloat16 taken up through float16: 1e5 becomes inf (the new bfloat16 case)
+    "W_14_bf16_via_float16": ["beyond float16's range", "through float16", "x.float()"],
+    # a cache on (shape, dtype, sum, max), skipped under grad
+    "W_08_cache_on_summary": ["each row reversed", "depends on an earlier call"],
+    # the scores returned as they are for a last axis of size 1
+    "W_16_size_one_axis_shortcut": ["(3, 1) matrix", "exp() was never applied",
+                                    "returned the scores themselves"],
+    # a backward written in float32: float64 gradients 6e-8 off (the new float64 gradients)
+    "W_17_custom_backward_float32": ["gradient with respect to scores",
+                                     "float64 matrix of scores", "float64 reference"],
+}
+
+ROUND9_TOPK_MESSAGES = {
+    # softmax shifted by the matrix-wide maximum: the low row underflows to 0/0
+    "W_03_manual_softmax_global_max": ["rows of very different ranges", "whole matrix"],
+    # k >= num_keys branch without the shift
+    "W_19_all_keys_fast_path_no_shift": ["k=4 (all keys)", "overflows"],
+    # ties found on scores cast to float32 (float64 input), and on rounded scores
+    "W_08_topk_indices_scatter_plus_equal_kth_float32": ["1e-12 below the 2nd: not a tie",
+                                                         "in their own dtype"],
+    "W_09_scores_rounded_for_ties": ["1e-7 below the 2nd: not a tie", "torch.round"],
+    # threshold taken on scores cast to float16: near -1.4e4 distinct scores become ties
+    "W_14_bf16_scores_compared_after_cast": ["rounded to float16", "no cast"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND9_SOFTMAX_MESSAGES)
+def test_round9_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round9_ch01_softmax as r9
+
+    text = rejects(checks.check_softmax, vars(r9)[name], *ROUND9_SOFTMAX_MESSAGES[name])
+    assert "this is no overflow" not in text
+    assert "much less than 1" not in text
+
+
+@pytest.mark.parametrize("name", ROUND9_TOPK_MESSAGES)
+def test_round9_topk_messages_point_at_the_fault(name):
+    from checker_redteam import round9_ch01_topk as r9
+
+    text = rejects(checks.check_topk_attention_pool, vars(r9)[name],
+                   *ROUND9_TOPK_MESSAGES[name])
+    assert "fill their scores with -inf" not in text
+    assert "the k-th best score itself must stay" not in text

@@ -356,3 +356,53 @@ def test_round8_empty_window_hint_names_finfo_tiny():
     rejects(checks.check_epanechnikov_pool,
             with_kernel(lambda u: (1 - u ** 2).clamp_min(0), guard=False),
             "a query with no key inside its window", "torch.finfo(total.dtype).tiny")
+
+
+# -- Round 9 red team (tests/checker_redteam/round9_ch02_epanechnikov.py) ------------------
+
+ROUND9_MESSAGES = {
+    # window |d| < width + 1e-6 without a clamp: a key at u = -1.0000005 gets weight < 0
+    "W_08_strict_window_plus_eps": ["u = (query - key) / width = -1.000001",
+                                    "clamp 1 - u ** 2 at 0", "|d| < width + 1e-6"],
+    # total.clamp(min=1e-8): a lone key at u = 1 - 1e-9 gets weight 0.15
+    "W_01_clamp_denominator": ["1 - 1e-9", "summing to 0.15", "clamping the sum"],
+    # u in float32 for float64 input: 1 - 1e-9 rounds to 1, the window looks empty
+    "W_04_distance_then_square_in_float32": ["at u = 0.999999999", "u in float32"],
+    # torch.zeros when every window is empty: float32 for float64 input
+    "W_13_all_empty_shortcut_float32": ["every window is empty", "expected torch.float64"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND9_MESSAGES)
+def test_round9_messages_point_at_the_fault(name):
+    from checker_redteam import round9_ch02_epanechnikov as r9
+
+    text = rejects(checks.check_epanechnikov_pool, vars(r9)[name], *ROUND9_MESSAGES[name])
+    assert "at u = 1," not in text
+
+
+def test_round9_all_empty_shortcut_in_the_right_dtype_has_no_graph():
+    from checker_redteam import round9_ch02_epanechnikov as r9
+
+    def shortcut(queries, keys, values, width=1.0):
+        u = (queries[:, None] - keys[None, :]) / width
+        if not bool((u.abs() < 1).any()):
+            return (torch.zeros(len(queries), dtype=queries.dtype),
+                    torch.zeros(len(queries), len(keys), dtype=queries.dtype))
+        return r9.C_01_reference(queries, keys, values, width)
+
+    rejects(checks.check_epanechnikov_pool, shortcut, "every window is empty",
+            "no gradient can flow back")
+
+
+def test_round9_lone_key_just_outside_the_window_is_named():
+    def window_with_tolerance(queries, keys, values, width=1.0):
+        d = queries[:, None] - keys[None, :]
+        K = ((1 - (d / width) ** 2) * (d.abs() < width + 1e-6)).abs()
+        s = K.sum(-1, keepdim=True)
+        w = K / torch.where(s != 0, s, torch.ones_like(s))
+        return w @ values, w
+
+    rejects(checks.check_epanechnikov_pool, window_with_tolerance,
+            "query 0's window is empty", "lies just outside query 0's window",
+            "|d| < width + 1e-6")

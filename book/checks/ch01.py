@@ -86,6 +86,41 @@ def _softmax_cases_round7():
              torch.randn(3, 5, generator=g, dtype=torch.float64))]
 
 
+def _softmax_cases_round9():
+    """Added after red-team round 9: large scores on a 1-D input (a branch for vectors
+    without the shift overflows), and bfloat16 scores above 65504, the largest float16 (a
+    bfloat16 input taken up through float16 becomes inf)."""
+    return [("a vector of 4 large scores [1000, 0, 999, -1000] (1-D input)",
+             torch.tensor([1000.0, 0.0, 999.0, -1000.0])),
+            ("a (2, 3) bfloat16 matrix with scores beyond float16's range (65504): rows "
+             "[1e5, 0, 1] and [7e4, 7e4, -1e5]",
+             torch.tensor([[1e5, 0.0, 1.0], [7e4, 7e4, -1e5]]).bfloat16())]
+
+
+def _check_softmax_repeat_call(fn, why):
+    """Added after red-team round 9: a second call without gradients on a permutation of
+    the first call's scores (the same shape, dtype, sums and maxima): a cache keyed on such
+    a summary returns the first call's weights."""
+    g = torch.Generator().manual_seed(19)
+    first = torch.tensor([[1.0, 2.0, 3.0, 4.0], [0.5, -1.0, 2.5, 0.0]]) \
+        + 0.1 * torch.randn(2, 4, generator=g)
+    second = first.flip(-1)
+    case = ("the (2, 4) matrix of the call before with each row reversed (the same shape, "
+            "dtype, sums and maxima; other order)")
+    earlier = _check_softmax_case(fn, "a (2, 4) matrix of scores", first, why)
+    earlier = earlier.detach().clone()
+    with _no_softmax(why):
+        out = call(fn, second, name="softmax", case=case, hint_on_error=_no_keepdim_hint)
+    if isinstance(out, torch.Tensor) and out.shape == earlier.shape \
+            and torch.equal(out.detach(), earlier):
+        fail(f"softmax(scores) on {case} is what your function returned on the call "
+             "before: the result depends on an earlier call.",
+             "compute the weights from this call's scores every time: keep no cache keyed "
+             "on the shape, dtype, sum or maximum of the scores (other scores share "
+             "them).")
+    _check_softmax_case(fn, case, second, why)
+
+
 def _softmax_cases_round6():
     """Added after red-team round 6: -inf scores (masked, as in exercise 1.2 and chapter 3)
     next to finite scores below -1e4, where a finite stand-in for -inf (nan_to_num(neginf=
@@ -140,14 +175,17 @@ def _no_keepdim_hint(error):
 
 class _ExpWatch(TorchFunctionMode):
     """Records what the learner's exp() returned: inf (overflow), or a row of zeros along
-    the last axis (underflow of every entry, so that the row divides 0 by 0)."""
+    the last axis (underflow of every entry, so that the row divides 0 by 0); and whether
+    any float16 tensor held inf (`half_inf`: bfloat16 taken through float16)."""
 
     def __init__(self):
         super().__init__()
-        self.overflow = self.underflow = False
+        self.overflow = self.underflow = self.half_inf = False
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor) and out.dtype == torch.float16 and out.numel():
+            self.half_inf |= bool(torch.isinf(out.detach()).any())
         if getattr(func, "__name__", "") in ("exp", "exp_") \
                 and isinstance(out, torch.Tensor) and out.is_floating_point() \
                 and out.numel():
@@ -169,6 +207,13 @@ def _nan_hint(fn, scores, why):
     overflow = ("exp() overflows for large scores (exp(89) is inf in float32, exp(12) in "
                 "float16; yours returned inf, and inf / inf is NaN): subtract each row's "
                 "maximum first.")
+    finite = scores[torch.isfinite(scores)]
+    if scores.dtype == torch.bfloat16 and watch.half_inf and finite.numel() \
+            and float(finite.abs().max()) > 65504:   # added after red-team round 9
+        return ("your function takes the bfloat16 scores through float16 (.half()), whose "
+                "range ends at 65504: a score of 1e5 becomes inf there, and inf - inf is "
+                "NaN. bfloat16 has float32's range: go up from it to float32 directly "
+                "(x.float(), or torch.promote_types(x.dtype, torch.float32)).")
     if watch.underflow and not watch.overflow:
         return ("exp() returned 0 for every score of a row, so that row divides 0 by 0: "
                 "exp() underflowed, because the constant you subtract lies far above that "
@@ -203,14 +248,19 @@ def check_softmax(fn):
                                         [-1000.0, -999.0, -1001.0, -1002.5]])),
                          ("a (2, 4) matrix with -inf entries (masked scores)",
                           torch.tensor([[-float("inf"), 1.5, -0.5, 0.25],
-                                        [2.0, -float("inf"), -float("inf"), -1.0]]))]:
+                                        [2.0, -float("inf"), -float("inf"), -1.0]])),
+                         # added after red-team round 9: float64 gradients are held to
+                         # float64 accuracy (a backward written in float32 is 1e-8 off)
+                         ("a (3, 5) float64 matrix of scores",
+                          2 * torch.randn(3, 5, generator=g, dtype=torch.float64))]:
         def learner(s):
             with _no_softmax(why):
                 return fn(s)
         expect_gradients(learner, lambda s: torch.softmax(s, dim=-1), [("scores", scores)],
                          name="softmax", case=case)
-    for case, scores in _softmax_cases_round7():
+    for case, scores in _softmax_cases_round7() + _softmax_cases_round9():
         _check_softmax_case(fn, case, scores, why)
+    _check_softmax_repeat_call(fn, why)
 
 
 def _check_softmax_case(fn, case, scores, why):
@@ -266,6 +316,14 @@ def _check_softmax_case(fn, case, scores, why):
                     "score but one maximum taken over the whole tensor, or the sum runs "
                     "over the wrong axis. Subtract each row's own maximum and divide by "
                     "each row's own sum (dim=-1, keepdim=True).")
+        if bool((out.detach() < 0).any()):   # added after red-team round 9
+            hint = ("some weights are negative, which no softmax gives (e^x > 0): exp() "
+                    "was never applied to them"
+                    + (", and your function returned the scores themselves"
+                       if torch.equal(out.detach(), scores) else "")
+                    + ". Apply exp and divide by the row sum on every input, with no "
+                    "shortcut: even a single key per row (a last axis of size 1) gets "
+                    "weight e^x / e^x = 1.")
         fail(f"the rows of softmax(scores) must sum to 1 over the last axis on {case}; "
              f"they sum to {[round(s, 4) for s in sums.flatten()[:4].tolist()]}.", hint)
     expected = torch.softmax(scores.double(), dim=-1)
@@ -273,6 +331,7 @@ def _check_softmax_case(fn, case, scores, why):
                  hint="softmax(x)_i = exp(x_i - max_j x_j) / sum_k exp(x_k - max_j x_j), "
                       "over the last axis; shifting by the row's maximum must not change "
                       "the result (clamping or subtracting a mean does).")
+    return out
 
 
 # -- Exercise 1.2: top-k attention pooling ------------------------------------------------------
@@ -350,6 +409,7 @@ def _topk_cases():
         *_topk_cases_round5(),
         *_topk_cases_round6(),
         *_topk_cases_round7(),
+        *_topk_cases_round9(),
     ]
 
 
@@ -383,6 +443,46 @@ def _topk_cases_round7():
              "the 2nd: not a tie)", torch.tensor([[1.0]]),
              torch.tensor([[40.0], [1.0], [1.0 - 1e-6]]),
              torch.randn(3, 2, generator=g), _dot, 2)]
+
+
+def _topk_cases_round9():
+    """Added after red-team round 9: queries whose scores lie in very different ranges (a
+    softmax shifted by one maximum for the whole matrix underflows to 0/0 in the low row);
+    large scores with k = num_keys (a branch for 'all keys' without the shift overflows);
+    near-ties below float32's resolution in float64 (1e-12) and below 6 decimals in
+    float32 (1e-7): a comparison on scores cast to float32, or rounded, calls them ties."""
+    g = torch.Generator().manual_seed(36)
+    f64 = dict(dtype=torch.float64)
+    return [("2 queries, 3 keys, k=2, dot score: query 0's scores [1, 0.995, 0.99], query "
+             "1's [-1000, -995, -990] (rows of very different ranges)",
+             torch.tensor([[1.0], [-1000.0]]), torch.tensor([[1.0], [0.995], [0.99]]),
+             torch.randn(3, 2, generator=g), _dot, 2),
+            ("2 queries, 4 keys, k=4 (all keys), score = dot score + 400 (large scores)",
+             torch.randn(2, 3, generator=g), torch.randn(4, 3, generator=g),
+             torch.randn(4, 2, generator=g), _shifted, 4),
+            ("1 query, 3 keys, k=2, dot scores [40, 1, 1 - 1e-7] (the 3rd key is 1e-7 "
+             "below the 2nd: not a tie)", torch.tensor([[1.0]]),
+             torch.tensor([[40.0], [1.0], [1.0 - 1e-7]]), torch.randn(3, 2, generator=g),
+             _dot, 2),
+            ("1 query, 3 keys, k=2, float64 dot scores [1, 0.5, 0.5 - 1e-12] (the 3rd key "
+             "is 1e-12 below the 2nd: not a tie)", torch.tensor([[1.0]], **f64),
+             torch.tensor([[1.0], [0.5], [0.5 - 1e-12]], **f64),
+             torch.randn(3, 2, generator=g, **f64), _dot, 2)]
+
+
+def _rounded_ties(kept, ref_kept, scores, k):
+    """The dtype (float16, bfloat16, float32 for float64 scores) whose rounding of the
+    scores gives exactly the keys the learner kept, where that differs from the right keys
+    (distinct scores merged into ties by a cast); None if none does."""
+    scores = scores.detach()
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):
+        if torch.finfo(dtype).eps <= torch.finfo(scores.dtype).eps:
+            continue
+        rounded = scores.to(dtype)
+        mask = rounded >= rounded.topk(k, dim=-1).values[:, -1:]
+        if torch.equal(mask, kept) and not torch.equal(mask, ref_kept):
+            return dtype
+    return None
 
 
 def _kth_without_keys_axis(weights, scores, k):
@@ -488,6 +588,13 @@ def check_topk_attention_pool(fn):
                     "of another query. Take the k-th best score per query, "
                     "topk(k, dim=-1).values[:, -1:] (one per row), not one threshold from "
                     "a single query or from the whole tensor.")
+            elif bool((best[rows] < best.max() - 80).all()):   # added after round 9
+                overflow = (
+                    "the scores of such a query all lie far below another query's best "
+                    "score: a softmax shifted by one maximum for the whole matrix "
+                    "(scores.max()) makes every exp() of that row underflow to 0, and 0/0 "
+                    "is NaN. Subtract each row's own maximum, amax(dim=-1, keepdim=True), "
+                    "or use torch.softmax.")
             elif bool((best[rows] == kth[rows]).all()):
                 overflow = (
                     "every key of such a query was masked. In these rows the best score "
@@ -543,9 +650,11 @@ def check_topk_attention_pool(fn):
                     and "not a tie" in case:
                 hint = ("only keys whose score equals the k-th best exactly are kept: mask "
                         "scores < topk(k).values[:, -1:] without a tolerance (torch.isclose "
-                        "is one), on the scores themselves (not on the softmax weights, "
-                        "where rounding makes near scores equal): a key 2e-4, or 1e-6, below "
-                        "the k-th best is not tied with it.")
+                        "is one) and without rounding (torch.round, a cast to a lower "
+                        "precision), on the scores themselves in their own dtype (not on "
+                        "the softmax weights, where rounding makes near scores equal): a "
+                        "key 2e-4, 1e-6 or 1e-7 below the k-th best (1e-12 in float64) is "
+                        "not tied with it.")
             if bool((kept <= ref_kept).all()) and bool((kept < ref_kept).any()) \
                     and not bool((ref_kept > k).any()):
                 hint = ("too few keys keep a weight: the k-th best score itself must stay. "
@@ -565,6 +674,15 @@ def check_topk_attention_pool(fn):
                         "exercise's rule for ties): mask the scores below the k-th best "
                         "(scores < topk(k).values[:, -1:]) instead of keeping the k indices "
                         "that topk returns, which picks among tied keys arbitrarily.")
+            rounded = _rounded_ties(weights.detach() != 0, ref_weights != 0,
+                                    score(queries, keys), k)
+            if rounded is not None and "not a tie" not in case:   # after red-team round 9
+                hint = (f"you keep the keys whose scores, rounded to "
+                        f"{str(rounded).replace('torch.', '')} (or more coarsely), reach "
+                        "the k-th best: distinct scores that round to the same number "
+                        "become ties. Compare the scores themselves, exactly and in their "
+                        "own dtype: no cast (.half(), .float(), .to(values.dtype)), no "
+                        "torch.round, no tolerance.")
             fail(f"each query should give weight to exactly k={k} keys, or more where other "
                  f"keys tie with the k-th best score, on {case}; the number of keys with "
                  f"weight != 0 per query is {kept.tolist()}, expected {ref_kept.tolist()}.",

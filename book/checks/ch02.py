@@ -56,7 +56,47 @@ def _epanechnikov_cases():
         *_epanechnikov_cases_round6(),
         *_epanechnikov_cases_round7(),
         *_epanechnikov_cases_round8(),
+        *_epanechnikov_cases_round9(),
     ]
+
+
+def _epanechnikov_cases_round9():
+    """Added after red-team round 9 (float64): keys just outside a window (u = 1 + 5e-7),
+    alone in one query's window and next to a key inside in another's, where a window with
+    a tolerance (|d| < width + 1e-6) and no clamp gives a negative kernel value; windows
+    whose only key sits at u = 1 - 1e-9 and 1 - 1e-12, where K(u) is about 1.5e-9 and
+    1.5e-12 (a guard total.clamp(min=1e-8) shrinks such weights); and every window empty."""
+    f64 = dict(dtype=torch.float64)
+    return [("float64: queries 0 and 10, keys 1.0000005, 10.5 and 11.0000005, width 1 "
+             "(keys 0 and 2 lie just outside the windows, at u = -1.0000005: query 0's "
+             "window is empty)", torch.tensor([0.0, 10.0], **f64),
+             torch.tensor([1 + 5e-7, 10.5, 11 + 5e-7], **f64),
+             torch.tensor([2.0, -1.0, 0.5], **f64), 1.0),
+            ("float64: queries 1.5 (1 - 1e-9) and 20 + 1.5 (1 - 1e-12) with keys 0, 5, 20 "
+             "and 25, width 1.5 (each window's only key sits at u = 1 - 1e-9 or 1 - 1e-12, "
+             "where K(u) is about 1.5e-9 or 1.5e-12)",
+             torch.tensor([1.5 * (1 - 1e-9), 20 + 1.5 * (1 - 1e-12)], **f64),
+             torch.tensor([0.0, 5.0, 20.0, 25.0], **f64),
+             torch.tensor([2.0, -1.0, 3.0, 0.5], **f64), 1.5),
+            ("float64: queries 10 and 20 with keys 0, 1 and 2.5, width 0.5 (every window "
+             "is empty)", torch.tensor([10.0, 20.0], **f64),
+             torch.tensor([0.0, 1.0, 2.5], **f64), torch.tensor([1.0, -2.0, 0.5], **f64),
+             0.5)]
+
+
+def _check_gradients_every_window_empty(fn):
+    """Added after red-team round 9: float64, every window empty. The outputs are zeros,
+    but they must still come from the inputs (a shortcut returning torch.zeros has no graph:
+    loss.backward() in a training loop raises)."""
+    f64 = dict(dtype=torch.float64)
+    expect_gradients(lambda q, k, v: fn(q, k, v, 0.5),
+                     lambda q, k, v: _epanechnikov_reference(q, k, v, 0.5),
+                     [("queries", torch.tensor([10.0, 20.0], **f64)),
+                      ("keys", torch.tensor([0.0, 1.0, 2.5], **f64)),
+                      ("values", torch.tensor([1.0, -2.0, 0.5], **f64))],
+                     name="epanechnikov_pool",
+                     case="float64: queries 10 and 20 with keys 0, 1 and 2.5, width 0.5 "
+                          "(every window is empty; gradients of outputs and weights)")
 
 
 def _epanechnikov_cases_round8():
@@ -250,7 +290,10 @@ def check_epanechnikov_pool(fn):
             i, j = (int(t) for t in (weights < 0).nonzero()[0])
             fail(f"some weights are negative on {case}: weights[{i}, {j}] = "
                  f"{weights[i, j].item():.3g} for {_describe(queries, keys, width, i, j)}.",
-                 "inside the window the kernel 3/4 (1 - u^2) is positive; outside it is 0.")
+                 "inside the window the kernel 3/4 (1 - u^2) is positive; outside it is "
+                 "0, not 1 - u^2 < 0: clamp 1 - u ** 2 at 0 (or mask it with |u| <= 1 "
+                 "exactly; a window with a tolerance, |d| < width + 1e-6, takes in keys "
+                 "just outside it, where 1 - u^2 is negative).")
         inside = (u.abs() < 1 - 1e-6) & (weights == 0) & ~empty[:, None]
         if inside.any():
             i, j = (int(t) for t in inside.nonzero()[0])
@@ -263,11 +306,21 @@ def check_epanechnikov_pool(fn):
             fail(f"weights[{i}, {j}] is 0 on {case}, for {_describe(queries, keys, width, i, j)}:"
                  " that key lies inside the window and must get a weight > 0.", hint)
         if empty.any() and not torch.equal(weights[empty], torch.zeros_like(weights[empty])):
+            hint = ("when the sum of the kernel values is 0, keep the weights 0 (guard the "
+                    "division) instead of spreading them over keys that are outside the "
+                    "window.")
+            i = int((empty & (weights.detach() != 0).any(dim=-1)).nonzero()[0])
+            j = int((weights[i].detach() != 0).nonzero()[0])
+            if abs(float(u[i, j])) <= 1 + 1e-5:   # added after red-team round 9
+                where = _describe(queries, keys, width, i, j)
+                hint = (f"key {j} lies just outside query {i}'s window ({where}), so its "
+                        "kernel value is 0, not 3/4 (1 - u^2) < 0: clamp 1 - u ** 2 at 0, "
+                        "or keep |u| <= 1 exactly (a window with a tolerance, |d| < width "
+                        "+ 1e-6, takes in such a key, and its kernel value divided by "
+                        "itself gives it weight 1).")
             fail(f"a query with no key inside its window should get all-zero weights on {case}; "
                  f"query {queries[empty][0].item():.4g} got "
-                 f"{[round(w, 4) for w in weights[empty][0].tolist()]}.",
-                 "when the sum of the kernel values is 0, keep the weights 0 (guard the "
-                 "division) instead of spreading them over keys that are outside the window.")
+                 f"{[round(w, 4) for w in weights[empty][0].tolist()]}.", hint)
         sums = weights.double().sum(dim=-1)
         if not is_close(sums[~empty], torch.ones_like(sums[~empty]), atol=1e-5, rtol=0):
             i = int((~is_close_rows(sums, empty)).nonzero()[0])
@@ -280,15 +333,19 @@ def check_epanechnikov_pool(fn):
                     "number of the dtype, not 1e-6), or torch.where(total > 0, total, 1).")
             if sums[i] == 0:   # added after red-team round 8
                 j = int(ref_weights[i].argmax())
-                u_ij = (float(queries[i]) - float(keys[j])) / width
+                u_ij, digits = (float(queries[i]) - float(keys[j])) / width, 7
+                while digits < 17 and float(f"{abs(u_ij):.{digits}g}") == 1:
+                    digits += 1   # added after red-team round 9: 1 - 1e-9 is not 1
                 hint = (f"key {j} ({float(keys[j]):.4g}) lies inside query {i}'s window, at u "
-                        f"= {u_ij:.7g}, yet the query's weights are all 0: your code treats "
-                        "the window as empty. A window is empty only "
+                        f"= {u_ij:.{digits}g}, yet the query's weights are all 0: your "
+                        "code treats the window as empty. A window is empty only "
                         "when its kernel sum is exactly 0: do not call a small sum empty "
                         "(total > 1e-3), and do not test the window on a rounded copy of u "
-                        "(u.half(), which rounds 0.9999995 to 1): clamp 1 - u ** 2 at 0 "
-                        "(or test |u| <= 1 on u itself) and guard only the division, with "
-                        f"{_TINY} or torch.where(total > 0, total, 1).")
+                        "(u.half(), which rounds 0.9999995 to 1; u in float32 for float64 "
+                        "inputs, which rounds 1 - 1e-9 to 1): clamp 1 - u ** 2 at 0 "
+                        "(or test |u| <= 1 on u itself, in the input's dtype) and guard "
+                        f"only the division, with {_TINY} or torch.where(total > 0, total, "
+                        "1).")
             fail(f"each query's weights must sum to 1 on {case}; query {i} "
                  f"({queries[i].item():.6g}) has weights summing to {sums[i].item():.6g}.",
                  hint)
@@ -326,6 +383,7 @@ def check_epanechnikov_pool(fn):
                               "torch.where(total > 0, total, 1).")
     _check_gradients_where_a_query_is_a_key(fn)
     _check_after_in_place_change(fn)
+    _check_gradients_every_window_empty(fn)
 
 
 def _check_after_in_place_change(fn):
