@@ -603,4 +603,7 @@ def expect_gradients(fn, reference, inputs, *, name, case, extra=(), params=(),
                  f"{diff:.3g}). The forward values are right, so part of the computation is "
                  "hidden from autograd or computed differently in the backward.",
                  wrong_hint or DETACHED_HINT)
+        if ref.dtype == torch.float64:  # float64 inputs: float64 gradients (told last)
+            expect_float64_accuracy(grad, ref.broadcast_to(grad.shape),
+                                    what=f"the gradient with respect to {label}", case=case)
     return result
