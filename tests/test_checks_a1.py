@@ -372,3 +372,49 @@ def test_the_largest_tensor_counts_only_what_the_function_computes():
         a1._largest_chunk(chunked_reference, X, X, X, 24, "1000 queries")
         X = torch.randn(1, 200, 8)
         a1._largest_chunk(chunked_reference, X, X, X, 10, "200 queries")
+
+
+# -- Round 9 red team (tests/checker_redteam/round9_a1_chunked.py) -------------------------
+
+ROUND9_MESSAGES = {
+    # sqrt(d) as a float32 tensor: caught on float64 with d=6 (exact for d=4)
+    "W_01_scale_float32_tensor": ["float64 inputs", "d=6", "from the float64 reference"],
+    # the 1000 x 1000 run computed another way (dropout, bfloat16): its output is compared
+    "W_15_dropout_left_in": ["1000 queries and keys", "right on the small inputs",
+                             "without dropout"],
+    "W_16_bfloat16_for_big_inputs": ["1000 queries and keys", "right on the small inputs",
+                                     "not bfloat16"],
+    # one chunk of every query, through a hand-written softmax without the shift
+    "W_27_one_chunk_fast_path_no_shift": ["chunk_size=8 (one chunk holds every query)",
+                                          "contains NaN", "each row's own maximum"],
+    # V.mT where num_keys == value_dim
+    "W_12_values_transposed_when_square": ["as many keys as the value size",
+                                           "weights @ V.transpose(1, 2)"],
+    # math.isqrt(d): on d=3 it equals no scale; the probe with d=8 names it
+    "W_25_isqrt": ["d=3", "sqrt(d) rounded down to an integer, 1 for d = 3",
+                   "math.isqrt(d)"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND9_MESSAGES)
+def test_round9_messages_point_at_the_fault(name):
+    text = rejects(checks.check_chunked_attention, redteam_entry("round9_a1_chunked", name),
+                   *ROUND9_MESSAGES[name])
+    assert "without the scale" not in text
+
+
+def test_round9_no_scale_is_not_named_an_integer_sqrt():
+    """The isqrt probe (d=8) tells a missing scale from sqrt(d) rounded down (alike on d=3)."""
+    text = rejects(checks.check_chunked_attention, no_scale, "without the scale")
+    assert "rounded down" not in text
+
+
+def test_round9_isqrt_is_named_where_d_tells_it_apart():
+    """On d=8 (60 queries) sqrt(d) rounded down is 2, neither 1 nor sqrt(8): named there
+    without the probe (the d=2 and d=3 cases are skipped here by a right answer on them)."""
+    def isqrt_from_d8(Q, K, V, chunk_size):
+        d = Q.shape[-1]
+        scale = math.isqrt(d) if d == 8 else math.sqrt(d)
+        return chunked_reference(Q * math.sqrt(d) / scale, K, V, chunk_size)
+    rejects(checks.check_chunked_attention, isqrt_from_d8, "d=8",
+            "sqrt(d) rounded down to an integer, 2 for d = 8")

@@ -609,3 +609,59 @@ def test_round8_int8_lengths_are_named_too():
         return masked_softmax(X, None if valid_lens is None else valid_lens.to(torch.int8))
     rejects(checks.check_masked_softmax, int8_lengths, "torch.int8 (.char())",
             "lowest 8 bits")
+
+
+# -- Round 9 red team (tests/checker_redteam/round9_ch03_*.py): holes and messages ---------
+
+ROUND9_MASKED_SOFTMAX_MESSAGES = {
+    # the None branch: a hand-written softmax without the max shift
+    "W_13_none_path_native_half_manual": ["every score near 1000", "valid_lens None",
+                                          "returned NaN", "subtract each row's maximum"],
+    # the None branch writes into one buffer shared between calls
+    "W_08_returns_same_tensor_when_none": ["changed what it returned earlier",
+                                           "valid_lens None", "do not keep an output buffer"],
+}
+
+ROUND9_SDPA_MESSAGES = {
+    # the None branch: a hand-written softmax without the max shift
+    "W_18_none_path_manual_softmax_no_shift": ["scores up to about 1000", "valid_lens None",
+                                               "contains NaN", "subtracts each row's maximum"],
+    # weights cached by shapes and valid_lens when no gradient is needed
+    "W_11_cache_weights_by_shape": ["valid_lens None", "an earlier call's queries and keys"],
+    # dropout only when batch > 1 and more than 3 queries
+    "W_14_dropout_functional": ["queries (2, 6, 8)", "your function is random",
+                                "dropout with training=True"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND9_MASKED_SOFTMAX_MESSAGES)
+def test_round9_masked_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round9_ch03_masked_softmax as r9
+
+    rejects(checks.check_masked_softmax, vars(r9)[name],
+            *ROUND9_MASKED_SOFTMAX_MESSAGES[name])
+
+
+@pytest.mark.parametrize("name", ROUND9_SDPA_MESSAGES)
+def test_round9_sdpa_messages_point_at_the_fault(name):
+    from checker_redteam import round9_ch03_sdpa as r9
+
+    rejects(checks.check_scaled_dot_product_attention, vars(r9)[name],
+            *ROUND9_SDPA_MESSAGES[name])
+
+
+def test_round9_sdpa_new_tensors_of_the_first_case_shapes_catch_a_shape_cache():
+    """Weights kept by (shapes, valid_lens) are caught on the new tensors of the first
+    case's shapes too, when nothing earlier shares its shapes and lengths."""
+    cache = {}
+
+    def cached_by_first_shapes(queries, keys, values, valid_lens=None):
+        key = (tuple(queries.shape), tuple(keys.shape), queries.dtype)
+        if key == ((2, 3, 16), (2, 5, 16), torch.float32) and valid_lens is None \
+                and not queries.requires_grad:
+            if key not in cache:
+                cache[key] = torch.softmax(queries @ keys.transpose(1, 2) / 4, dim=-1)
+            return cache[key] @ values
+        return attention_reference(queries, keys, values, valid_lens)
+    rejects(checks.check_scaled_dot_product_attention, cached_by_first_shapes,
+            "new queries (2, 3, 16)", "an earlier call's queries and keys")
