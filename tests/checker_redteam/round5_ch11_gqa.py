@@ -30,7 +30,9 @@ def O_02_group_reshape_broadcast(Q, K, V):
     return out.reshape(b, h, n, V.shape[-1])
 
 
-def O_03_index_select_float64(Q, K, V):
+# Was O_: 11.2 now asks for a ValueError when num_kv_heads does not divide num_heads
+# (round 9), and this returns a result for 6 query heads and 4 key-value heads.
+def W_20_index_select_float64(Q, K, V):
     h, hk = Q.shape[1], K.shape[1]
     idx = torch.tensor([i * hk // h for i in range(h)], device=Q.device)
     Kr, Vr = K.index_select(1, idx).double(), V.index_select(1, idx).double()

@@ -191,7 +191,9 @@ def W_19_reused_output_buffer(Q, K, V):
     return _buf[key].copy_(y)
 
 
-def O_20_gather_index_i_times_hk_over_h(Q, K, V):
+# Was O_: 11.2 now asks for a ValueError when num_kv_heads does not divide num_heads
+# (round 9), and this returns a result for 6 query heads and 4 key-value heads.
+def W_23_gather_index_i_times_hk_over_h(Q, K, V):
     h, hk = Q.shape[1], K.shape[1]
     idx = torch.arange(h) * hk // h
     return _attn(Q, K[:, idx], V[:, idx])
