@@ -499,3 +499,49 @@ def test_a_fault_shown_only_by_other_enc_outputs_waits_for_the_cases_made_for_it
                                       valid_lens, torch.float32, case, stale)
     assert pending and "with other enc_outputs of the same shape" in pending[0]
     assert "right on the first ones (also on a new decoder)" in pending[0]
+
+
+# -- Round 9 red team (tests/checker_redteam/round9_ch04_bahdanau.py): a decoder in training
+# mode, batch == encoder steps, keys cached under the tensors' identity, and the messages ----
+
+STALE_AFTER_UPDATE = ("the same enc_outputs (the same tensor object)",
+                      "after a change of the decoder's weights",
+                      "keeps something from the first call", "id() or data_ptr()")
+ROUND9_MESSAGES = {
+    # decoder.eval() inside the step: the caller's training loop loses its dropout
+    "W_20_sets_eval": ("switched the decoder to evaluation mode", "the decoder in training "
+                       "mode", "trains on without the dropout", "leave the mode alone"),
+    # the mask transposed only when its shape differs from the scores'
+    "W_18_softmax_over_batch_axis_when_n_eq_b": ("weights on padding positions are not 0",
+                                                 "as many sequences as encoder steps"),
+    # W_k(enc_outputs) cached under (id(decoder), id(enc_outputs), data_ptr)
+    "W_24_keys_cached_by_ids": STALE_AFTER_UPDATE,
+    # the same, cached on the decoder as an attribute (it used to crash the deepcopy)
+    "W_06_keys_cached_on_decoder_by_identity": STALE_AFTER_UPDATE,
+    # keys cached per shape: the gradient goes to the first call's enc_outputs
+    "W_05_keys_cached_by_shape": ("the gradient with respect to enc_outputs is wrong",
+                                  "reuses something from an earlier call",
+                                  "keyed on the shape"),
+}
+
+
+@pytest.mark.parametrize("name", ROUND9_MESSAGES)
+def test_check_bahdanau_step_names_the_round9_faults(name):
+    text = rejects(checks.check_bahdanau_step, redteam_entry("round9_ch04_bahdanau", name),
+                   *ROUND9_MESSAGES[name])
+    assert "stopped with" not in text and "something is detached" not in text
+
+
+def test_a_tensor_kept_on_the_decoder_is_named():
+    """A tensor with a graph stored on the decoder makes copy.deepcopy(decoder) fail (the
+    checker's float64 copy, and a caller's copy of the best model): the attribute is named,
+    not the crash."""
+    def keeps_weights(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+        result = step(decoder, token, hidden_state, enc_outputs, enc_valid_lens)
+        decoder.last_weights = result[2]
+        return result
+
+    text = rejects(checks.check_bahdanau_step, keeps_weights,
+                   "stored tensors on the decoder it was given (`decoder.last_weights`)",
+                   "copy.deepcopy(decoder) then fails", "keep no state on the module")
+    assert "stopped with" not in text and "_flat_weights" not in text

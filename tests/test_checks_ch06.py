@@ -543,3 +543,32 @@ def test_a_slice_kept_from_before_double_is_refused():
     rejects(checks.check_learned_positional_encoding, CachedWithGrad,
             "after .double() on a module called before in float32",
             "not what the float64 parameters give", args=(False,))
+
+
+R9 = {  # round 9 (writer B): holes closed, and messages that name the fault
+    # a view of the table taken in __init__: after .double() it is the old float32 data
+    "W_08_view_in_init": ("your output is what it was before the change of the parameters",
+                          "self.table = self.P[0]"),
+    # the default max_len changed from 1000 to 512
+    "W_21_default_max_len_512": ("X of shape (1, 1000, 16) with cls(16, 0.0), max_len left "
+                                 "at its default", "max_len=1000"),
+    # a call counter: no dropout at the first call
+    "W_22_no_dropout_on_first_call": ("the first call of a fresh cls(16, dropout=0.5",
+                                      "no entry is dropped", "a call counter"),
+    # torch.manual_seed(0) in __init__
+    "W_25_reseeds_global_rng": ("resets torch's global random generator",
+                                "seeding is the caller's job"),
+    # positions through an MLP of i / max_len: no table, not a fixed-size one
+    "W_13_mlp_of_position": ("as many as with max_len=50",
+                             "a function of the position with a fixed number of parameters"),
+    # n >= max_len refused
+    "W_06_raise_at_max_len": ("as long as max_len", "not n >= max_len"),
+}
+
+
+@pytest.mark.parametrize("name", R9)
+def test_round9_messages(name):
+    text = rejects(checks.check_learned_positional_encoding,
+                   redteam_entry("round9_ch06_learned_pe", name), *R9[name], args=(False,))
+    if name == "W_13_mlp_of_position":
+        assert "fixed size" not in text

@@ -82,7 +82,7 @@ CACHE_HINT = ("compute the keys W_k(enc_outputs), and everything else, from this
 
 def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed, attention=10,
                         dtype=torch.float32, w_v_scale=1, crowd=0, dropout=0.0,
-                        far_apart=False):
+                        far_apart=False, train=False):
     g = torch.Generator().manual_seed(seed)
     vocab, embed, hiddens = 13, 8, 12  # attention size 10 != hiddens on purpose
     with torch.random.fork_rng():  # seeded weights, without touching the learner's RNG
@@ -102,6 +102,7 @@ def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed, attentio
             enc_steps, hiddens, generator=g)
     if far_apart:
         enc_outputs = _far_apart(decoder, enc_outputs, g)
+    decoder.train(train)
     return (decoder.to(dtype), token, hidden_state.to(dtype), enc_outputs.to(dtype),
             torch.tensor(valid_lens))
 
@@ -263,8 +264,10 @@ def _expect_decoder_unchanged(decoder, saved, case):
         where = "" if not name else f" (its module `{name}`)"
         fail(f"bahdanau_step switched the decoder{where} to "
              f"{'training' if module.training else 'evaluation'} mode on {case}, and left "
-             "it so: the caller's decoder now runs every later step in that mode (in "
-             "training mode, with dropout on).",
+             "it so: the caller's decoder now runs every later step in that mode ("
+             + ("in training mode, with dropout on)." if module.training else
+                "in evaluation mode, without dropout: a training loop that calls the "
+                "step trains on without the dropout it asked for)."),
              "leave the mode alone: the caller chooses decoder.train() or decoder.eval(). "
              "Gradients need no mode switch: autograd works in evaluation mode too.")
 
@@ -346,14 +349,62 @@ CASES = [("1 layer, batch 3, 5 encoder steps, valid lengths [5, 3, 1]", 1, 3, 5,
           "weights are [1], [0], [1])", 1, 3, 1, [1, 0, 1], 10),
          ("1 layer, batch 3, 5 encoder steps, valid lengths [5, 2, 4], with scores of very "
           "different sizes and padding scores far above the valid ones (W_q = 0, W_k = [I 0], "
-          "w_v all 2500; {ranges})", 1, 3, 5, [5, 2, 4], 10, {"far_apart": True})]
+          "w_v all 2500; {ranges})", 1, 3, 5, [5, 2, 4], 10, {"far_apart": True}),
+         ("1 layer, batch 3, 3 encoder steps, valid lengths [3, 1, 2] (as many sequences "
+          "as encoder steps: the batch axis and the step axis have the same size)", 1, 3, 3,
+          [3, 1, 2], 10),
+         ("2 layers, batch 2, 4 encoder steps, valid lengths [4, 3], the decoder in "
+          "training mode (built with dropout 0, so the mode changes no value)", 2, 2, 4,
+          [4, 3], 10, {"train": True})]
 
 
-def _references(decoder, token, state, enc_outputs, valid_lens, dtype):
+def _kept_tensors(decoder):
+    """'decoder.x' for every attribute of the decoder or its submodules (not a parameter,
+    buffer or submodule) that holds a tensor other than those, also inside a tuple, list
+    or dict."""
+    found, own = [], {id(t) for t in [*decoder.parameters(), *decoder.buffers()]}
+    for name, module in decoder.named_modules():
+        for key, value in vars(module).items():
+            if key in ("_parameters", "_buffers", "_modules"):
+                continue
+            stack = [value]
+            while stack:
+                item = stack.pop()
+                if isinstance(item, torch.Tensor) and id(item) not in own:
+                    found.append(f"decoder.{name + '.' if name else ''}{key}")
+                    break
+                if isinstance(item, (tuple, list)):
+                    stack += list(item)
+                elif isinstance(item, dict):
+                    stack += list(item.values())
+    return found
+
+
+def _double_copy(decoder, case):
+    """A float64 copy of the decoder (for the float64 reference of a float16 case). A tensor
+    with a graph that the step kept on the decoder makes copy.deepcopy fail: say so."""
+    __tracebackhide__ = True
+    try:
+        return copy.deepcopy(decoder).double()
+    except RuntimeError as error:
+        if "deepcopy" not in str(error):
+            raise
+        kept = ", ".join(f"`{k}`" for k in _kept_tensors(decoder)) or "an attribute"
+        fail(f"bahdanau_step stored tensors on the decoder it was given ({kept}) and kept "
+             f"them there between calls: on {case}, copy.deepcopy(decoder) then fails "
+             f"(\"{str(error).split('.')[0]}\"), as it would for a caller who keeps a copy "
+             "of the best model; and a tensor computed in one call (keys, a cache) belongs "
+             "to that call's inputs and weights, not to the next call's.",
+             "keep no state on the module: compute the keys W_k(enc_outputs) and "
+             "everything else from this call's arguments, and store nothing on the "
+             "decoder or its submodules.")
+
+
+def _references(decoder, token, state, enc_outputs, valid_lens, dtype, case=""):
     """The chapter's decoder on these inputs; for float16 a float64 run from the same numbers."""
     with torch.no_grad():
         if dtype == torch.float16:
-            return _reference(copy.deepcopy(decoder).double(), token, state.double(),
+            return _reference(_double_copy(decoder, case), token, state.double(),
                               enc_outputs.double(), valid_lens)
         return _reference(decoder, token, state, enc_outputs, valid_lens)
 
@@ -387,7 +438,7 @@ def _expect_fresh_keys(fn, decoder, new_decoder, token, state, enc_outputs, vali
     faults have had their say."""
     __tracebackhide__ = True
     other = enc_outputs.flip(-1)  # the features reversed: other keys, the same shape
-    refs = _references(decoder, token, state, other, valid_lens, dtype)
+    refs = _references(decoder, token, state, other, valid_lens, dtype, case)
     again = _without_shortcut(fn, decoder, token, state.clone(), other, valid_lens.clone(),
                               case=case, stale=stale)
     wrong = _wrong_output(again, refs, dtype)
@@ -410,13 +461,55 @@ def _expect_fresh_keys(fn, decoder, new_decoder, token, state, enc_outputs, vali
             "Otherwise compare your step with the chapter's decoder on these inputs.")
 
 
+def _expect_keys_after_update(fn, make_decoder, token, state, enc_outputs, valid_lens,
+                              dtype, case, stale):
+    """Two calls on one decoder with the same enc_outputs object, the decoder's weights
+    changed between them (an optimizer step on one batch): the second call must follow the
+    new weights (no keys W_k(enc_outputs) cached under the identity of the tensors). As in
+    _expect_fresh_keys, a step wrong also on a decoder never called before gets the failure
+    returned, for the end of the check."""
+    __tracebackhide__ = True
+    decoder, twin = make_decoder(), make_decoder()
+    _without_shortcut(fn, decoder, token, state.clone(), enc_outputs, valid_lens.clone(),
+                      case=case, stale=stale)
+    g = torch.Generator().manual_seed(12)
+    with torch.no_grad():  # an optimizer step, on both
+        for p, q in zip(decoder.parameters(), twin.parameters()):
+            step = 0.1 * torch.randn(p.shape, generator=g)
+            p.add_(step.to(p.dtype))
+            q.add_(step.to(q.dtype))
+    refs = _references(decoder, token, state, enc_outputs, valid_lens, dtype, case)
+    again = _without_shortcut(fn, decoder, token, state.clone(), enc_outputs,
+                              valid_lens.clone(), case=case, stale=stale)
+    wrong = _wrong_output(again, refs, dtype)
+    if wrong is None:
+        return None
+    what, detail = wrong
+    first = _without_shortcut(fn, twin, token, state.clone(), enc_outputs.clone(),
+                              valid_lens.clone(), case=case, stale=stale)
+    if _wrong_output(first, refs, dtype) is None:
+        fail(f"called a second time on the same decoder and the same enc_outputs (the same "
+             f"tensor object), after a change of the decoder's weights (what an optimizer "
+             f"step does), bahdanau_step returns wrong {what} on {case}{detail}, although "
+             "a first call with these weights is right: it keeps something from the first "
+             "call, computed with the old weights (keys cached under the identity of the "
+             "decoder or of enc_outputs, id() or data_ptr(), are stale once the weights "
+             "change, as they do at every training step on one batch).", CACHE_HINT)
+    return (f"on {case}, after a change of the decoder's weights, bahdanau_step returns "
+            f"wrong {what}{detail}, although it is right with the weights the decoder was "
+            "built with.",
+            "if your step keeps anything between calls (a cache), that is the fault: "
+            + CACHE_HINT[0].lower() + CACHE_HINT[1:] + " Otherwise compare your step with "
+            "the chapter's decoder on these inputs.")
+
+
 def _expect_half_gradients(fn, decoder, token, state, enc_outputs, valid_lens, case, stale):
     """float16: gradients reach the state, the encoder outputs and every parameter of the
     decoder given (not of a converted copy), finite and close to a float64 run's (each within
     HALF_GRAD_TOLERANCE of its largest entry)."""
     __tracebackhide__ = True
     case += " (gradients of logits, new state and weights)"
-    twin = copy.deepcopy(decoder).double()
+    twin = _double_copy(decoder, case)
     ref_h = state.detach().double().requires_grad_(True)
     ref_e = enc_outputs.detach().double().requires_grad_(True)
     ref_out = _reference(twin, token, ref_h, ref_e, valid_lens)
@@ -563,13 +656,13 @@ def check_bahdanau_step(fn):
         decoder, token, state, enc_outputs, valid_lens = _decoder_and_inputs(
             layers, batch, steps, lens, seed, attention, dtype, options.get("w_v_scale", 1),
             options.get("crowd", 0), options.get("dropout", 0.0),
-            options.get("far_apart", False))
+            options.get("far_apart", False), options.get("train", False))
         scores = _scores(decoder, state, enc_outputs)
         case = case.format(largest=scores.max().item(),
                            ranges=_score_ranges(scores, valid_lens) if "{ranges}" in case
                            else "")
         ref_logits, ref_state, ref_weights = _references(decoder, token, state, enc_outputs,
-                                                         valid_lens, dtype)
+                                                         valid_lens, dtype, case)
         stale = _stale_weights(valid_lens, steps, dtype)
         before = state.clone()
         others = [t.clone() for t in (token, enc_outputs, valid_lens)]
@@ -682,9 +775,17 @@ def check_bahdanau_step(fn):
         new_decoder = _decoder_and_inputs(
             layers, batch, steps, lens, seed, attention, dtype, options.get("w_v_scale", 1),
             options.get("crowd", 0), options.get("dropout", 0.0),
-            options.get("far_apart", False))[0]  # the same decoder, never called
+            options.get("far_apart", False), options.get("train", False))[0]  # never called
         pending = pending or _expect_fresh_keys(fn, decoder, new_decoder, token, state,
                                                 enc_outputs, valid_lens, dtype, case, stale)
+        if options.keys() <= {"dropout", "train"}:  # ordinary scores, float32
+            def make_decoder(options=options, seed=seed, attention=attention):
+                return _decoder_and_inputs(
+                    layers, batch, steps, lens, seed, attention, dtype,
+                    dropout=options.get("dropout", 0.0),
+                    train=options.get("train", False))[0]
+            pending = pending or _expect_keys_after_update(
+                fn, make_decoder, token, state, enc_outputs, valid_lens, dtype, case, stale)
         if dtype == torch.float16:  # compared with a float64 run, within float16's rounding
             _expect_half_gradients(fn, decoder, token, state, enc_outputs, valid_lens, case,
                                    stale)
@@ -697,9 +798,16 @@ def check_bahdanau_step(fn):
             params=[(f"decoder.{name}", p) for name, p in decoder.named_parameters()],
             reference_dtype=None, name="bahdanau_step", nan_hint=NAN_HINT,
             case=case + " (gradients of logits, new state and weights)",
-            wrong_hint=LARGE_SCORES_GRAD_HINT if large else
+            wrong_hint=LARGE_SCORES_GRAD_HINT if large else (
+                "your step also gives wrong results on other inputs of this shape, while "
+                "right on these: it reuses something from an earlier call (a cache, e.g. "
+                "of the keys W_k(enc_outputs), keyed on the shape), whose gradient goes to "
+                "that call's enc_outputs, not to these. " + CACHE_HINT[0].upper()
+                + CACHE_HINT[1:]) if pending else
             "the values are right but the gradients are not: something is detached "
-            "(.detach(), .data, torch.no_grad(), a NumPy detour) or computed outside "
-            "autograd, e.g. the context or the weights.")
+            "(.detach(), .data, torch.no_grad(), a NumPy detour), computed outside "
+            "autograd (e.g. the context or the weights), or reused from an earlier call "
+            "(a cache, e.g. of the keys W_k(enc_outputs): its gradient goes to that "
+            "call's enc_outputs, not to this one's).")
     if pending:
         fail(*pending)

@@ -9,8 +9,9 @@ message is the same on every run):
 
 1. the call, the shape and dtype (X's, float32 and float64), X left unchanged, n = max_len
    accepted;
-2. trainable parameters exist, none in a lower precision than X (float16), and two instances
-   do not share one (a class-level table);
+2. trainable parameters exist, none in a lower precision than X (float16), two instances
+   do not share one (a class-level table), and building one leaves torch's global random
+   generator alone (no torch.manual_seed in __init__: seeding is the caller's job);
 3. in eval mode the output is X + E, with E the same for every X, every example of the batch,
    every call, and, for position i, every sequence length (a table sliced from its start);
    with dropout 0.0, train mode gives what eval mode gives (a rate read as the keep
@@ -21,9 +22,11 @@ message is the same on every run):
    the sinusoid has rank 1, one scalar per position rank 10); and the output follows a
    change of the parameters (no copy of the table kept from an earlier call), and the table
    is read anew after a first call under torch.no_grad() (a training call at the same
-   length gives gradients) and after .double() (float64 values and gradients);
+   length gives gradients) and after .double() (float64 values and gradients, and a
+   change of the parameters changes the output: no view of the table kept from __init__);
    the table follows max_len (max_len=1200, above the default 1000: at least 1200 x 16
-   trainable numbers, and a sequence of 1200 accepted), and a sequence longer than max_len
+   trainable numbers, and a sequence of 1200 accepted; with max_len left at its default,
+   1000 positions accepted), and a sequence longer than max_len
    raises an error (no position is wrapped, clamped or given a row past max_len: tried
    with max_len + 1 too), a batch larger than max_len is accepted; forward leaves the
    parameters unchanged (no max_norm renormalisation);
@@ -32,7 +35,8 @@ message is the same on every run):
    for); and the keep-masks of two calls, of two examples, of two features and of two
    positions agree no more often than independent draws (Hoeffding bound, a right dropout,
    nn.Dropout or hand-written, fails with probability below 1e-9 per test): no mask
-   reused between calls, shared by the batch, or dropping whole position vectors;
+   reused between calls, shared by the batch, or dropping whole position vectors; and the
+   very first call of a fresh instance drops its share too (no call counter);
 6. (train=True) the encoding helps: the chapter's reversal model with it reverses at least
    30 points more positions than the best any model blind to order can do (33.7%,
    computed exactly by book.selfattention.best_order_blind_accuracy).
@@ -89,8 +93,14 @@ def _slice_hint(error):
     return None
 
 
-def _forward(module, X, case):
-    out = call(module, X, name="forward", case=case, hint_on_error=_slice_hint)
+def _max_len_hint(error):
+    return _slice_hint(error) or (
+        "a sequence of exactly max_len positions fits: its positions are 0 to max_len - 1, "
+        "all in the table. Refuse only a longer one: n > max_len (not n >= max_len).")
+
+
+def _forward(module, X, case, hint_on_error=_slice_hint):
+    out = call(module, X, name="forward", case=case, hint_on_error=hint_on_error)
     expect_tensor(out, X.shape, what="forward(X)", case=case)
     if out.dtype != X.dtype:
         tables = ", ".join(f"`{name}` {p.dtype}" for name, p in module.named_parameters()
@@ -167,7 +177,7 @@ def check_learned_positional_encoding(cls, train=True):
     if not torch.equal(X, before):
         fail("forward(X) changed X in place; return a new tensor (X + P, not X += P).")
     _forward(module, torch.randn(2, 50, d, generator=g),
-             "X of shape (2, 50, 16), as long as max_len")
+             "X of shape (2, 50, 16), as long as max_len", hint_on_error=_max_len_hint)
     _forward(module, torch.randn(60, 5, d, generator=g),
              "X of shape (60, 5, 16): 60 sequences of length 5 with max_len=50 (a batch "
              "larger than max_len is fine: the length to compare with max_len is "
@@ -187,6 +197,7 @@ def check_learned_positional_encoding(cls, train=True):
 
     _expect_precision(module, X.dtype)
     _expect_own_parameters(cls, module, d)
+    _expect_global_rng_left_alone(cls, d)
 
     module.eval()
     X1, X2 = torch.randn(2, 7, d, generator=g), torch.randn(2, 7, d, generator=g)
@@ -292,6 +303,17 @@ def check_learned_positional_encoding(cls, train=True):
     long = _make(cls, long_case, num_hiddens=d, dropout=0.0, max_len=long_len)
     size = sum(p.numel() for p in long.parameters() if p.requires_grad)
     if 0 < size < long_len * d:
+        small = sum(p.numel() for p in module.parameters() if p.requires_grad)
+        if small == size:  # no table at all: a function of the position
+            fail(f"{long_case} has {size} trainable numbers, fewer than max_len x "
+                 f"num_hiddens = {long_len * d}, and as many as with max_len=50: your "
+                 "position vectors are computed by a function of the position with a "
+                 "fixed number of parameters (such as an MLP of i / max_len), not looked "
+                 "up in a table, so it cannot give each of the "
+                 f"{long_len} positions its own vector.",
+                 "a learned encoding is a table with one trainable vector per position: "
+                 "nn.Parameter(torch.randn(1, max_len, num_hiddens)) (or "
+                 "nn.Embedding(max_len, num_hiddens)), sliced to the sequence length.")
         fail(f"{long_case} has {size} trainable numbers, fewer than max_len x num_hiddens = "
              f"{long_len * d}: it cannot give each of the {long_len} positions its own "
              "vector.",
@@ -301,6 +323,7 @@ def check_learned_positional_encoding(cls, train=True):
         _forward(long.eval(), torch.randn(1, long_len, d,
                                           generator=torch.Generator().manual_seed(60)),
                  f"X of shape (1, {long_len}, 16) with {long_case}")
+    _expect_default_max_len(fresh, d)
     _expect_too_long_refused(module, d)
 
     _check_dropout(cls, d)
@@ -319,6 +342,20 @@ def check_learned_positional_encoding(cls, train=True):
              "check the training of your table: it must be the encoding's only job to say "
              "where each token is, with values about as large as the embeddings (std 1).")
     return None
+
+
+def _default_max_len_hint(error):
+    return ("keep the signature of the exercise, cls(num_hiddens, dropout, max_len=1000), "
+            "as PositionalEncoding's: a model built without max_len must accept sequences "
+            "of up to 1000 positions.")
+
+
+def _expect_default_max_len(module, d):
+    """Built without max_len, the encoding must take 1000 positions (the default)."""
+    X = torch.randn(1, 1000, d, generator=torch.Generator().manual_seed(65))
+    with torch.no_grad():
+        _forward(module.eval(), X, "X of shape (1, 1000, 16) with cls(16, 0.0), max_len "
+                 "left at its default, 1000", hint_on_error=_default_max_len_hint)
 
 
 def _expect_float64(cls, d):
@@ -441,6 +478,27 @@ def _expect_own_parameters(cls, module, d):
              "between instances, or a module-level cache.")
 
 
+def _expect_global_rng_left_alone(cls, d):
+    """Building an instance must not reseed the global generator (torch.manual_seed in
+    __init__): built under two different seeds, the generator must end in two states."""
+    states = []
+    for seed in (1, 2):
+        with seeded(seed):
+            call(cls, d, 0.0, max_len=50, name="your class",
+                 case=f"cls(16, 0.0, max_len=50) built after torch.manual_seed({seed})")
+            states.append(torch.random.get_rng_state())
+    if torch.equal(*states):
+        fail("building your class resets torch's global random generator: after "
+             "cls(16, 0.0, max_len=50) built once after torch.manual_seed(1) and once "
+             "after torch.manual_seed(2), the generator is in the same state. Every "
+             "instance then starts from the same table, and every later draw (the other "
+             "layers' initialisation, dropout, the batches) is the same whatever seed the "
+             "caller set: training from three seeds gives one model three times.",
+             "do not call torch.manual_seed (or torch.random.set_rng_state) in your class: "
+             "seeding is the caller's job (book.set_seed at the top of a script), and "
+             "torch.randn draws from the generator the caller seeded.")
+
+
 def _expect_train_equals_eval(cls, module, X, out_eval):
     """With dropout 0.0, train mode must give what eval mode gives: only dropout differs."""
     case = "X of shape (2, 7, 16), cls(16, dropout=0.0), train mode"
@@ -530,6 +588,9 @@ def _expect_table_read_anew(cls, d):
                  max_len=50).double().eval()
     _forward(module.eval(), X, "X of shape (2, 7, 16), eval mode")
     module.double()
+    with torch.no_grad():
+        unchanged = _forward(module, X.double(), "X of shape (2, 7, 16) in float64, after "
+                             ".double() on a module called before in float32")
     g = torch.Generator().manual_seed(11)
     with torch.no_grad():  # an optimizer step on both, in float64
         for p, q in zip(module.parameters(), twin.parameters()):
@@ -550,6 +611,15 @@ def _expect_table_read_anew(cls, d):
              "shows in the output.",
              "look the table up anew in every forward: return self.dropout(X + "
              "self.P[:, :n]); keep no slices or copies between calls.")
+    if torch.allclose(out, unchanged, atol=1e-6):
+        fail(f"on {case}, your output is what it was before the change of the "
+             "parameters: after .double() forward no longer reads the parameters. It "
+             "uses a tensor taken from the table before the conversion (in __init__ or at "
+             "an earlier call, e.g. self.table = self.P[0]: a view of the float32 data, "
+             "which .double() replaces), so a float64 model never shows its training.",
+             "look the table up anew in every forward, from the parameter itself: return "
+             "self.dropout(X + self.P[:, :n]); keep no views, slices or copies of it in "
+             "attributes.")
     params = [(name, p) for name, p in module.named_parameters() if p.requires_grad]
     if out.requires_grad:
         grads = torch.autograd.grad((out * weights.double()).sum(), [p for _, p in params],
@@ -586,9 +656,40 @@ def _expect_forward_leaves_parameters(module, X, g):
 def _check_dropout(cls, d):
     """Train mode at two rates (0.5 and 0.2, so that a rate read as the keep probability
     shows): every entry is 0 or (X + E) / (1 - p), a share p of them 0, the mask drawn anew
-    for every entry and every call."""
+    for every entry and every call; and also on the first call of a fresh instance."""
     for p in DROPOUTS:
         _check_dropout_at(cls, d, p)
+    _check_first_call_dropout(cls, d, DROPOUTS[0])
+
+
+def _check_first_call_dropout(cls, d, p):
+    """The very first call of a fresh instance, in train mode, drops a share p too (no
+    warm-up or call counter kept on the module)."""
+    case = (f"the first call of a fresh cls(16, dropout={p}, max_len=50), in train mode, "
+            "X of shape (8, 20, 16)")
+    module = _make(cls, f"cls(16, dropout={p}, max_len=50)", d, p, max_len=50)
+    X = torch.randn(8, 20, d, generator=torch.Generator().manual_seed(67))
+    with torch.no_grad(), seeded(3):
+        Y = _forward(module.train(), X, case)
+        E = _forward(module.eval(), torch.zeros(1, 20, d), "zeros of shape (1, 20, 16), "
+                     "eval mode, after that first call")
+    Z = X + E
+    if not _one_of(Y, [torch.zeros_like(Z), Z / (1 - p)]):
+        fail(f"on {case} the output is not dropout(X + P[:, :n])"
+             + (": no entry is dropped" if torch.allclose(Y, Z, atol=1e-5) else "")
+             + ", while later calls of an instance are right: forward behaves differently "
+             "at its first call (a call counter or other state kept on the module).",
+             "apply dropout at every call in train mode, the first one too: return "
+             "self.dropout(X + self.P[:, :n]), with nothing kept between calls.")
+    dropped = (Y == 0).double().mean().item()
+    se = math.sqrt(p * (1 - p) / Y.numel())
+    if abs(dropped - p) > SE_TOLERANCE * se:
+        fail(f"on {case}, {dropped:.1%} of the entries are dropped (0); expected {p:.0%} "
+             f"(tolerance {SE_TOLERANCE} standard errors, {SE_TOLERANCE * se:.1%}), while "
+             "later calls of an instance drop the right share: forward behaves "
+             "differently at its first call.",
+             "apply dropout at every call in train mode, the first one too: return "
+             "self.dropout(X + self.P[:, :n]), with nothing kept between calls.")
 
 
 def _agreement(a, b):
