@@ -554,3 +554,18 @@ def test_check_causal_mask_hint_names_the_uint8_and_bfloat16_limits():
 
     rejects(checks.check_causal_mask, uint8_positions, "num_steps=300",
             "uint8 ones after 255", "bfloat16 ones past 256")
+
+
+# -- Round 9 red team (tests/checker_redteam/round9_ch07_causal_mask.py, writer B) ----------
+
+def test_check_causal_mask_round9_messages():
+    """torch.manual_seed inside the function (the global generator's state changes) is
+    refused; a sparse mask is told to be dense, not PyTorch's dispatcher error."""
+    rejects(checks.check_causal_mask,
+            redteam_entry("round9_ch07_causal_mask", "W_11_reseeds_global_rng"),
+            "changed the state of torch's global random generator on num_steps=4",
+            "leave seeding to the caller")
+    text = rejects(checks.check_causal_mask,
+                   redteam_entry("round9_ch07_causal_mask", "W_19_sparse"),
+                   "the mask is a sparse_coo tensor on num_steps=4", "dense", "to_sparse()")
+    assert "stopped with" not in text and "SparseCPU" not in text

@@ -27,13 +27,22 @@ def check_causal_mask(fn):
     attend key j, that is j <= i (scaled_dot_product_attention's convention), for lengths
     from 0 (an empty (0, 0) mask) to 4097 (past 64, 127, 255, 256, 2048 and 4096, where
     cached masks or tables, int8, uint8, bfloat16 or float16 positions break), and the
-    first length once more at the end (a cached mask must not change between calls)."""
+    first length once more at the end (a cached mask must not change between calls); a
+    dense tensor, and torch's global random generator left as it was (no reseeding)."""
     seen = set()
     for n in (4, 1, 0, 2, 7, 50, 65, 130, 300, 2050, 4097, 4):
         again = n in seen
         case = f"num_steps={n}" + (" (asked a second time)" if again else "")
         seen.add(n)
+        rng = torch.random.get_rng_state()
         mask = call(fn, n, name="causal_mask", case=case)
+        if not torch.equal(torch.random.get_rng_state(), rng):
+            fail(f"causal_mask changed the state of torch's global random generator on "
+                 f"{case}: it reseeds it (torch.manual_seed) or draws from it. A mask needs "
+                 "no randomness, and a reseeded generator makes every later draw (weights, "
+                 "dropout, batches) the same whatever seed the caller set.",
+                 "build the mask from torch.arange(num_steps) alone, and leave seeding to "
+                 "the caller (book.set_seed at the top of a script).")
         if isinstance(mask, torch.Tensor) and tuple(mask.shape) != (n, n) and \
                 mask.dim() == 3 and tuple(mask.shape[1:]) == (n, n):
             fail(f"the mask has shape {tuple(mask.shape)} on {case}; expected ({n}, {n}).",
@@ -43,6 +52,11 @@ def check_causal_mask(fn):
                       hint="a mask of a fixed size (cached, or sliced from a fixed table) is "
                            "too small for longer sequences: build it for num_steps."
                       if n > 64 else _EMPTY_HINT if n == 0 else None)
+        if mask.layout != torch.strided:
+            fail(f"the mask is a {str(mask.layout).replace('torch.', '')} tensor on {case}; "
+                 "expected an ordinary (dense) torch.bool tensor.",
+                 "return the dense mask itself, without .to_sparse(): attention functions "
+                 "(masked_fill, scaled_dot_product_attention) take a dense mask.")
         if mask.dtype != torch.bool:
             fail(f"the mask has dtype {mask.dtype} on {case}; expected torch.bool "
                  "(True = may attend).",
