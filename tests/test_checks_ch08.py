@@ -647,3 +647,53 @@ def test_check_mlm_masking_round8_unchanged_positions_unlabelled():
 def test_check_bert_param_count_round8_slips(name, fragment):
     from checker_redteam import round8_ch08_bertcount as r8
     rejects(checks.check_bert_param_count, getattr(r8, name), fragment)
+
+
+# -- Round 9 red team (tests/checker_redteam/round9_ch08_*.py, writer C) -------------------
+
+
+def test_check_mlm_masking_round9_decision_from_a_neighbours_uniform():
+    """The 80/10/10 decision read off the left neighbour's choosing uniform (u.roll(1)), or
+    off the right one's (overlapping slices of one draw): exact 80/10/10 marginals, and
+    [MASK] whenever that neighbour is chosen."""
+    from checker_redteam import round9_ch08_mlm as r9
+    rejects(checks.check_mlm_masking, r9.W_25_action_from_neighbour_uniform,
+            "whose left neighbour is chosen too", "100.0% became [MASK]",
+            "never a neighbour's")
+    rejects(checks.check_mlm_masking, r9.W_27_overlapping_slices_of_one_draw,
+            "whose right neighbour is chosen too", "100.0% became [MASK]")
+
+
+def test_check_mlm_masking_round9_split_off_by_a_point():
+    """80.8/10.1/9.1 passed the main batch on some seeds; the 40,000-row call catches it."""
+    from checker_redteam import round9_ch08_mlm as r9
+    rejects(checks.check_mlm_masking, r9.W_26_split_808_101_091,
+            "40,000 BERT inputs", "standard errors off", "rescale it by 0.15 exactly")
+    rejects(checks.check_mlm_masking, masking(shares=(0.81, 0.1)),
+            "40,000 BERT inputs", "[MASK] share is")
+
+
+def test_the_round9_tests_cost_little_of_the_budget_and_see_a_point():
+    """The neighbours' [MASK] shares (exact binomial at 6 SE on the expected number of
+    chosen pairs) and the 40,000-row split (exact binomial at 5.5 SE): below 1e-7 together,
+    so the module's total stays below 7.2e-7. A split 1 point off is 9 standard errors off
+    or more there."""
+    vocab = ch08._masking_vocab()
+    tokens = ch08._masking_batch(vocab)
+    ordinary = tokens >= vocab.num_specials
+    pairs = round(ch08.CALLS * int((ordinary[:, :-1] & ordinary[:, 1:]).sum())
+                  * ch08.P_CHOOSE ** 2)
+    assert 5_000 < pairs < 5_700
+
+    def tail(n, p, k):
+        se = math.sqrt(n * p * (1 - p))
+        return _binomial_tails(n, p, math.floor(n * p - k * se), math.ceil(n * p + k * se))
+    big = ch08._masking_batch(vocab, num_rows=ch08.SPLIT_ROWS, seed=9)
+    n = round(int((big >= vocab.num_specials).sum()) * ch08.P_CHOOSE)
+    assert 130_000 < n < 138_000
+    rates = {"left neighbour": tail(pairs, ch08.P_MASK, ch08.COLUMN_TOLERANCE),
+             "right neighbour": tail(pairs, ch08.P_MASK, ch08.COLUMN_TOLERANCE),
+             "[MASK] share": tail(n, ch08.P_MASK, ch08.SE_TOLERANCE),
+             "unchanged share": tail(n, 0.1 + 0.1 / 60, ch08.SE_TOLERANCE)}
+    assert sum(rates.values()) < 1e-7, rates
+    assert 0.01 / math.sqrt(0.16 / n) > 9 and 0.01 / math.sqrt(0.09 / n) > 11

@@ -61,7 +61,14 @@ are seeded first, so the verdict is the same on every run) and tests, on the poo
   the [MASK] count within one position of 80%
     of the chosen at every one of the 8 calls   -              < 1e-12 (product of
                                                                3 / sqrt(2 pi n 0.16))
-  total                                                        < 6.4e-7, below one in a
+  [MASK] share among the chosen positions
+    whose left (right) neighbour is chosen too
+    (about 5,300 each) = 0.8                    6 SE           2 x 2.3e-9 (exact binomial)
+  one more call on 40,000 rows (892,140
+    ordinary positions, about 134,000 chosen):
+    [MASK] share 0.8; unchanged share
+    0.1 + 0.1/60                                5.5 SE each    2 x 3.9e-8 (exact binomial)
+  total                                                        < 7.2e-7, below one in a
                                                                million
 
 Seeding inside the function (torch.manual_seed, a torch.Generator's manual_seed, numpy's
@@ -355,6 +362,7 @@ def check_mlm_masking(fn):
         fail(f"of the chosen positions, expected 80% [MASK], 10% a random token, 10% "
              f"unchanged; got {seen} ({abs(_z(to_mask.sum().item(), n_chosen, P_MASK)):.1f} "
              f"standard errors off for [MASK], tolerance {SE_TOLERANCE}).", split_hint)
+    _check_decisions_apart_from_neighbours(labelled, to_mask)
 
     replacements = inputs[to_random]
     counts = torch.bincount(replacements - vocab.num_specials,
@@ -396,6 +404,9 @@ def check_mlm_masking(fn):
     _check_replacements_from_the_whole_vocabulary(fn, tokens, log)
     # Inputs the main batch does not hold, and what a tiny vocabulary shows.
     _check_awkward_batches(fn, vocab, log)
+    # Before the tiny vocabularies, where a split off by a point also moves the unchanged
+    # share (and would be taken for random tokens that avoid the original).
+    _check_split_precisely(fn, vocab)
     _check_tiny_vocabulary(fn, log)
     _check_three_ids(fn, log)
     _check_split_not_exact(log)
@@ -670,6 +681,77 @@ def _check_neighbours_independent(labelled, ordinary):
                 "(skipping or spacing the choices)."),
              "draw one random number per position (torch.rand(tokens.shape) < 0.15) and "
              "choose each position on its own, whatever its neighbours got.")
+
+
+def _check_decisions_apart_from_neighbours(labelled, to_mask):
+    """The 80/10/10 decision of a position is its own: among the chosen positions whose
+    left neighbour is chosen too, 80% are [MASK], and as many among those whose right
+    neighbour is. Given which positions are chosen, a right solution's decisions are
+    independent draws, so each count is exactly Binomial(n, 0.8) (about 5,300 pairs of
+    chosen neighbours on the 3 calls: one standard error is 0.55 points). A decision read
+    off the left neighbour's choosing uniform (u.roll(1)), or off the next position's
+    (overlapping slices of one draw, r[:-1] and r[1:]), makes one of the two shares 100%
+    (about 40 standard errors). Failing needs 6 standard errors: exact binomial tails
+    2 x 2.3e-9."""
+    both = labelled[:, :-1] & labelled[:, 1:]
+    n = int(both.sum())
+    if n < 500:
+        return
+    for side, other, masked in (("left", "right", to_mask[:, 1:]),
+                                ("right", "left", to_mask[:, :-1])):
+        count = int((masked & both).sum())
+        z = _z(count, n, P_MASK)
+        if abs(z) > COLUMN_TOLERANCE:
+            overall = to_mask.sum().item() / max(int(labelled.sum()), 1)
+            fail(f"of the {n:,} chosen positions whose {side} neighbour is chosen too, "
+                 f"{count / n:.1%} became [MASK] ({abs(z):.1f} standard errors from 80%, "
+                 f"tolerance {COLUMN_TOLERANCE}), while {overall:.1%} of all chosen "
+                 "positions did: the 80/10/10 decision of a position depends on its "
+                 f"{side} neighbour's draws (its choosing uniform reused as the "
+                 "decision, by a roll or by overlapping slices of one draw).",
+                 "draw the decision of each position from its own numbers: a second "
+                 "uniform per position, action = torch.rand(tokens.shape), or the "
+                 "position's own choosing uniform rescaled (u / 0.15), never a "
+                 "neighbour's (not u.roll(...), not r[:-1] and r[1:] of one draw).")
+
+
+SPLIT_ROWS = 40_000  # the call that measures the 80/10/10 split precisely
+
+
+def _check_split_precisely(fn, vocab):
+    """One more call, on 40,000 rows (892,140 ordinary positions, about 134,000 chosen),
+    measures the split to a tenth of a point: one standard error is 0.11 points for the
+    [MASK] share and 0.083 for the unchanged share (10% + 10%/60: a random token is the
+    original 1 time in 60). A split 1 point off (81/10/9, or 80/11/9) is 9 or 12 standard
+    errors off, and 80.8/10.1/9.1 is 7 and 11. Failing needs 5.5 standard errors: exact
+    binomial tails 2 x 3.9e-8."""
+    tokens = _masking_batch(vocab, num_rows=SPLIT_ROWS, seed=9)
+    case = (f"a batch of {tokens.shape[0]:,} BERT inputs of length {tokens.shape[1]} (the "
+            "split measured to a tenth of a point)")
+    inputs, labels = _one_call(fn, tokens, vocab, case)
+    _check_labels(inputs, labels, tokens, vocab)
+    labelled = labels != IGNORE
+    n = int(labelled.sum())
+    if n < 10_000:
+        return  # the chosen rate is tested on the main batch
+    masked = int((labelled & (inputs == vocab.mask)).sum())
+    kept = int((labelled & (inputs == tokens)).sum())
+    p_kept = P_KEEP * (1 + 1 / (len(vocab) - vocab.num_specials))
+    seen = (f"[MASK] {masked / n:.2%}, random {(n - masked - kept) / n:.2%}, unchanged "
+            f"{kept / n:.2%}")
+    for what, count, p in (("[MASK]", masked, P_MASK), ("unchanged", kept, p_kept)):
+        z = _z(count, n, p)
+        if abs(z) > SE_TOLERANCE:
+            se = math.sqrt(p * (1 - p) / n)
+            fail(f"on {case}, of the {n:,} chosen positions: {seen}; expected 80% [MASK], "
+                 f"10% a random token, 10% unchanged (plus the random tokens that happen "
+                 f"to be the original, 10% x 1/60: {p_kept:.2%} unchanged). The {what} "
+                 f"share is {abs(z):.1f} standard errors off (one standard error is "
+                 f"{se:.2%} here, tolerance {SE_TOLERANCE}).",
+                 "draw one uniform number u per chosen position and compare it with the "
+                 "exact thresholds: u < 0.8 -> [MASK], 0.8 <= u < 0.9 -> a random token, "
+                 "otherwise unchanged (if you reuse the choosing uniform, u / 0.15 is "
+                 "uniform on [0, 1): rescale it by 0.15 exactly).")
 
 
 def _check_split_not_exact(log):

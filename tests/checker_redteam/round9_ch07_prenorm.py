@@ -1,6 +1,8 @@
 """Round 9 red team (writer C, issue 12), ch07_prenorm: wrong (W_), right (C_), odd but
 right (O_) and against-the-wording (S_) solutions written from the exercise text alone;
 copied from /work/redteam/round9/C/sols/ch07_prenorm.py with the names W01_x written W_01_x.
+No wrong one is accepted on purpose (no A_); every W_ failed in round 9 already. S_01 (the
+two dropouts swapped: the same p, so the same numbers) is accepted; S_ are not tested.
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry (must
 pass)."""
 # flake8: noqa

@@ -1,6 +1,9 @@
 """Round 9 red team (writer C, issue 12), ch08_bertcount: wrong (W_), right (C_), odd but
 right (O_) and against-the-wording (S_) solutions written from the exercise text alone;
 copied from /work/redteam/round9/C/sols/ch08_bertcount.py with the names W01_x written W_01_x.
+No wrong one is accepted on purpose (no A_). S_01 and S_02 (building BERTModel or a
+TransformerEncoderBlock, against the text's "by formula") are refused; S_03 (counting with
+nn.Linear and nn.LayerNorm objects built on meta) is accepted. S_ are not tested.
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry (must
 pass)."""
 # flake8: noqa

@@ -1,6 +1,11 @@
 """Round 9 red team (writer C, issue 12), ch08_mlm: wrong (W_), right (C_), odd but
 right (O_) and against-the-wording (S_) solutions written from the exercise text alone;
 copied from /work/redteam/round9/C/sols/ch08_mlm.py with the names W01_x written W_01_x.
+No wrong one is accepted on purpose (no A_). W_25 and W_27 (the 80/10/10 decision read off a
+neighbour's choosing uniform) and W_26 (an 80.8/10.1/9.1 split, passing on some seeds) passed
+in round 9, before the [MASK] shares among chosen neighbours and the 40,000-row split call.
+S_01 (the [MASK] id and the number of specials written as constants, true for every
+book.bert.Vocab) is accepted; S_ are not tested.
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry (must
 pass)."""
 # flake8: noqa

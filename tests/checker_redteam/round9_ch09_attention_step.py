@@ -1,6 +1,11 @@
 """Round 9 red team (writer C, issue 12), ch09_attention_step: wrong (W_), right (C_), odd but
 right (O_) and against-the-wording (S_) solutions written from the exercise text alone;
 copied from /work/redteam/round9/C/sols/ch09_kvstep.py with the names W01_x written W_01_x.
+No wrong one is accepted on purpose (no A_). W_01 (a sliding window of 256), W_21 (bfloat16
+computed in float16) and W_22 (the cache a prefix view of a buffer written in place under
+no_grad) passed in round 9, before the 4,200-position prompt, the bfloat16 case beyond
+float16's range and the fork under torch.no_grad(). S_01 (q @ K^T in the input dtype, then
+the softmax in float32) is accepted (round 8's ruling); S_ are not tested.
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry (must
 pass)."""
 # flake8: noqa

@@ -1,6 +1,10 @@
 """Round 9 red team (writer C, issue 12), ch09_top_p: wrong (W_), right (C_), odd but
 right (O_) and against-the-wording (S_) solutions written from the exercise text alone;
 copied from /work/redteam/round9/C/sols/ch09_topp.py with the names W01_x written W_01_x.
+No wrong one is accepted on purpose (no A_). W_04 (one softmax maximum for the whole batch)
+passed in round 9, before the case of two rows far apart (near 1000 and near 0). S_01 (the
+log-softmax of the kept logits returned) is refused by the float64 accuracy check; S_ are
+not tested.
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry (must
 pass)."""
 # flake8: noqa
