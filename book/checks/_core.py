@@ -433,6 +433,9 @@ def expect_tensor(value, shape=None, dtype=None, what="the output", case="", hin
         fail(f"{what} is on {value.device}{on}, while the inputs are on {device}.",
              "keep the inputs' device: create new tensors with device=input.device (or "
              "torch.zeros_like and friends) and do not move results with .cuda() or .to().")
+    if value.layout != torch.strided:
+        fail(f"{what} is a {str(value.layout).replace('torch.', '')} tensor{on}; expected an "
+             "ordinary (dense) tensor.", "return the dense tensor itself (no .to_sparse()).")
     if shape is not None and tuple(value.shape) != tuple(shape):
         fail(f"{what} has shape {tuple(value.shape)}{on}; expected {tuple(shape)}.", hint)
     if dtype is not None and value.dtype != dtype:
