@@ -600,7 +600,8 @@ def test_attention_step_float16_overflow_case_overflows_only_before_the_scale():
     rounding there (32), so the attention is one-hot in every precision."""
     from book.checks.ch09 import FLOAT16_MAX, _step_cases
 
-    (Q, K, V), = [qkv for case, qkv, dtype, tol in _step_cases() if "beyond float16" in case]
+    (Q, K, V), = [qkv for case, qkv, dtype, tol in _step_cases()
+                  if "beyond float16" in case and dtype == torch.float16]
     Q, K = Q.half().double(), K.half().double()
     for t in range(Q.shape[2]):
         raw = Q[:, :, t:t + 1] @ K[:, :, :t + 1].transpose(2, 3)
@@ -611,6 +612,24 @@ def test_attention_step_float16_overflow_case_overflows_only_before_the_scale():
             top2 = scaled.topk(2, dim=-1).values
             assert (top2[..., 0] - top2[..., 1]).min() > 1000
     assert ((Q @ K.transpose(2, 3)).tril() > FLOAT16_MAX).sum(-1).max() >= 2
+
+
+def test_attention_step_bfloat16_case_is_beyond_float16_everywhere_and_one_hot():
+    """Round 9: every raw product and every scaled score of the bfloat16 case passes
+    float16's largest number (so a computation in float16 is inf, from t = 0 on), and one
+    score leads every row by far more than bfloat16's rounding there (512): the attention
+    is one-hot in float32 and in bfloat16."""
+    from book.checks.ch09 import FLOAT16_MAX, _step_cases
+
+    (Q, K, V), = [qkv for case, qkv, dtype, tol in _step_cases()
+                  if "beyond float16" in case and dtype == torch.bfloat16]
+    Q, K = Q.bfloat16().double(), K.bfloat16().double()
+    for t in range(Q.shape[2]):
+        scaled = Q[:, :, t:t + 1] @ K[:, :, :t + 1].transpose(2, 3) / 2  # head size 4
+        assert scaled.min() > FLOAT16_MAX
+        if t > 0:
+            top2 = scaled.topk(2, dim=-1).values
+            assert (top2[..., 0] - top2[..., 1]).min() > 4000
 
 
 # -- Round 7 red team (tests/checker_redteam/round7_ch09_*.py) -----------------------------
@@ -742,3 +761,53 @@ def test_top_p_rejects_a_view_of_logits():
         return logits.masked_fill(probs < ranked.gather(-1, n - 1), float("-inf"))
 
     rejects(checks.check_top_p_filter, view_at_p_one, "returned a view of logits")
+
+
+# -- Round 9 red team (tests/checker_redteam/round9_ch09_*.py, writer C) -------------------
+
+
+def test_attention_step_round9_holes():
+    from checker_redteam import round9_ch09_attention_step as r9
+
+    step = checks.check_attention_step
+    # A sliding window of 256: a prompt of 4,200 positions at the first call shows it.
+    rejects(step, r9.W_01_sliding_window_256, "a prompt of 4,200 positions",
+            "the last 256 positions only")
+    # bfloat16 computed in float16: q . k beyond float16's largest number gives NaN.
+    rejects(step, r9.W_21_bf16_computed_in_half, "bfloat16, q . k up to about 200,000",
+            "contains NaN", "beyond float16's largest number",
+            "compute in float32 for bfloat16 inputs")
+    # A prefix view of a buffer written in place: a fork overwrites the first branch.
+    rejects(step, r9.W_22_inplace_growing_buffer, "two continuations of one sequence",
+            "torch.no_grad()", "the second call changed the keys",
+            "now holds continuation B's key", "return new tensors")
+
+
+def test_attention_step_round9_messages():
+    from checker_redteam import round9_ch09_attention_step as r9
+
+    step = checks.check_attention_step
+    # float16 computed in bfloat16: the compute dtype is named.
+    rejects(step, r9.W_15_bf16_in_half, "the output is wrong on float16",
+            "computed in bfloat16", "8 significant bits",
+            "Compute in float32 for float16 and bfloat16 inputs")
+    # The new key altered before it is appended: not a matter of order.
+    text = rejects(step, r9.W_19_new_key_normalised, "is not the key you were given",
+                   "torch.cat([past_keys, k], dim=2)")
+    assert "in order." not in text and "append the new one at the end" not in text
+
+
+def test_top_p_round9_messages():
+    from checker_redteam import round9_ch09_top_p as r9
+
+    top_p = checks.check_top_p_filter
+    # One maximum for the whole batch: a row far below it is NaN, kept whole.
+    rejects(top_p, r9.W_04_batch_max, "one near 1000 and one near 0",
+            "row 1 keeps tokens [0, 1, 2, 3] in the batch but [0, 1]",
+            "1000 below the batch's", "each row's own maximum")
+    # Probabilities computed in float32 and cast back to float16: the cast is named, and
+    # "not only for float16" (meant for a bfloat16 fault) is not said.
+    text = rejects(top_p, r9.W_12_threshold_in_logit_space_approx,
+                   "4,096 float16 logits", "cast back (probs.to(logits.dtype))",
+                   "Cast only the returned logits")
+    assert "not only for float16" not in text

@@ -70,6 +70,10 @@ def _top_p_cases():
         ("logits already filtered by top-k (-inf entries), p=0.8", after_top_k, 0.8),
         ("large logits (near 1000) in float32, p=0.9",
          torch.tensor([[1000.0, 998.0, 999.5, 990.0, 1001.0]]), 0.9),
+        # Rows far apart: exp(logits - one maximum for the whole batch) is 0 for the whole
+        # second row, and 0 / 0 NaN.
+        ("two rows far apart, one near 1000 and one near 0, float32, p=0.8",
+         torch.tensor([[1000.0, 999.0, 998.0, 990.0], [0.0, -1.0, -3.0, -5.0]]), 0.8),
         ("float16 logits near 10000, p=0.9",
          torch.tensor([[10000.0, 9998.0, 9999.0, 9990.0, 10001.0]], dtype=torch.float16), 0.9),
         # The mass above tokens 0 and 3 is exactly 0.75 = p (probabilities 1/2, 1/4, 1/8, 1/8
@@ -171,7 +175,7 @@ def check_top_p_filter(fn):
             if not torch.equal(torch.isfinite(alone[0]), torch.isfinite(out[row])):
                 _expect_no_state(fn, logits, p, case)
                 _batch_differs(logits[row:row + 1], p, out[row], alone[0],
-                               f"on {case}, row {row}")
+                               f"on {case}, row {row}", batch=logits)
         try:
             _compare_nucleus(out, logits, p, case)
         except CheckFailed:
@@ -181,10 +185,21 @@ def check_top_p_filter(fn):
     return passed("top_p_filter")
 
 
-def _batch_differs(row_logits, p, in_batch, alone, where):
+def _batch_differs(row_logits, p, in_batch, alone, where, batch=None):
     """Fail for a row kept differently in the batch and alone, naming the wrong one."""
     kept = _nucleus(row_logits, p)[0][0]
     in_batch, alone = torch.isfinite(in_batch), torch.isfinite(alone)
+    far = ""
+    if batch is not None:
+        finite = lambda x: x[torch.isfinite(x)].double()  # noqa: E731
+        gap = finite(batch).max() - finite(row_logits).max()
+        limit = 11 if batch.dtype == torch.float16 else 88  # exp(-limit) ~ 0 beyond
+        if gap > limit and torch.equal(alone, kept):
+            far = (f" This row's largest logit is {gap.item():g} below the batch's: "
+                   "exp(logits - one maximum for the whole batch) underflows to 0 on the "
+                   "whole row, and 0 / 0 is NaN. Subtract each row's own maximum, "
+                   "logits.amax(dim=-1, keepdim=True), or use torch.softmax(logits, "
+                   "dim=-1), which does.")
     seen = (f"{where} keeps tokens {_short_ids(in_batch)} in the batch but "
             f"{_short_ids(alone)} when it is passed alone")
     if torch.equal(in_batch, kept):
@@ -193,7 +208,7 @@ def _batch_differs(row_logits, p, in_batch, alone, where):
              "[0] indexing) and work along the last axis (dim=-1) for any batch size.")
     fail(f"{seen}.",
          "every row gets its own nucleus: softmax, sort and cumsum along the last axis "
-         "(dim=-1) of each row, never over the whole batch.")
+         "(dim=-1) of each row, never over the whole batch." + far)
 
 
 _FRESH = itertools.count(1)  # widths never used before in this process (see below)
@@ -376,12 +391,18 @@ def _explain_wrong_set(out, logits, kept, yours, p, where):
         name, digits, step = (("float16", "about 3 significant digits", "0.0005")
                               if logits.dtype == torch.float16 else
                               ("bfloat16", "2 to 3 significant digits", "0.004"))
+        # On the float16 rows (before the bfloat16 ones), the probabilities were computed
+        # in float16 or cast back to it; on the bfloat16 rows, float16 has passed: the
+        # upcast is likely made for float16 only.
+        which = ("not only for float16, " if logits.dtype == torch.bfloat16 else "")
         fail(f"{where}.",
              f"on long {name} rows, {name} rounding in the softmax and the running sum "
              f"moves the boundary ({name} has {digits}, and a sum near 0.9 grows in steps "
              f"of {step}): compute the probabilities and their cumsum in float32 or "
-             "float64 for every dtype (logits.float(), or logits.double()), not only for float16, "
-             "and return a tensor of the logits' dtype.")
+             f"float64 for every dtype (logits.float(), or logits.double()), {which}and "
+             f"keep them there through the sort and the cumsum: probabilities computed in "
+             f"float32 and cast back (probs.to(logits.dtype)) are {name} numbers again. "
+             "Cast only the returned logits to the logits' dtype.")
     replaced = [j for j in extra if out[j] != logits[j]]
     if replaced:
         j = replaced[0]
@@ -479,13 +500,16 @@ def _check_top_p_gradient(fn):
 # -- Exercise 9.2: one attention step with a KV cache -------------------------------------------
 
 
-def _full_causal(Q, K, V):
-    """Causal attention over a whole sequence, in float64: (b, h, n, hs) -> (b, h, n, hs)."""
-    Q, K, V = Q.double(), K.double(), V.double()
-    n = Q.shape[2]
-    scores = Q @ K.transpose(2, 3) / math.sqrt(Q.shape[-1])               # (b, h, n, n)
-    future = torch.ones(n, n, dtype=torch.bool).triu(1)
-    return torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1) @ V
+def _full_causal(Q, K, V, start=0):
+    """Causal attention over a whole sequence, in float64: (b, h, n, hs) -> (b, h, n, hs).
+    With `start`, only rows start..n-1 are computed (the others are 0): a long prompt's
+    rows are never needed, and n x n scores of a prompt of thousands would be large."""
+    Q, K, V = Q[:, :, start:].double(), K.double(), V.double()
+    n = K.shape[2]
+    scores = Q @ K.transpose(2, 3) / math.sqrt(Q.shape[-1])         # (b, h, n - start, n)
+    future = torch.ones(n, n, dtype=torch.bool).triu(1)[start:]
+    rows = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1) @ V
+    return torch.cat([rows.new_zeros(*rows.shape[:2], start, rows.shape[3]), rows], dim=2)
 
 
 def _step_cases():
@@ -512,6 +536,11 @@ def _step_cases():
         ("bfloat16, batch 2, 2 heads, head size 4, scores up to about 30, 7 steps",
          torch.randn(3, 2, 2, 7, 4, generator=torch.Generator().manual_seed(15))
          * torch.tensor([3.0, 2, 1])[:, None, None, None, None], torch.bfloat16, 1e-1),
+        # bfloat16 has float32's range: q . k here (up to about 200,000) is beyond
+        # float16's largest number. Computed in float16 it is inf, and the output NaN.
+        (f"bfloat16, q . k up to about 200,000, beyond float16's largest number "
+         f"{FLOAT16_MAX:,} (bfloat16, like float32, holds it)", _beyond_float16_in_bf16(),
+         torch.bfloat16, 1e-1),
         # float64 in, float64 out; its accuracy is checked last (check_attention_step).
         ("float64, batch 2, 3 heads, head size 3, 4 steps",
          torch.randn(3, 2, 3, 4, 3, generator=g), torch.float64, 1e-5),
@@ -539,6 +568,63 @@ def _beyond_float16():
     return Q, K, V
 
 
+def _beyond_float16_in_bf16():
+    """(Q, K, V), batch 1, 2 heads, head size 4, 6 steps, for bfloat16: q's first feature is
+    300..310, the keys' 450..650 in steps of 40 (shuffled), so every raw product q . k
+    (135,000 to 202,000) and every scaled score (67,000 to 101,000) is beyond float16's
+    largest number, 65,504. The scores of one query differ by 6,000 or more: the attention
+    is one-hot in float32 and in bfloat16 itself (which rounds numbers near 90,000 in steps
+    of 512), and the output is a value row, exact."""
+    g = torch.Generator().manual_seed(21)
+    Q, K, V = torch.randn(3, 1, 2, 6, 4, generator=g)
+    Q[..., 0] = 300 + 10 * torch.rand(1, 2, 6, generator=g)
+    order = torch.stack([torch.randperm(6, generator=g) for _ in range(2)])   # (heads, n)
+    K[..., 0] = 450.0 + 40 * order[None]
+    return Q, K, V
+
+
+def _bf16_beyond_float16(Q, K, t):
+    """For bfloat16 inputs whose products q . k pass float16's largest number, the hint
+    for a NaN or wrong output (computed in float16); otherwise ''."""
+    if Q.dtype != torch.bfloat16:
+        return ""
+    raw = _raw_scores(Q, K, t).abs().max()
+    if raw <= FLOAT16_MAX:
+        return ""
+    return (f"q . k reaches {raw.item():,.0f} here: beyond float16's largest number "
+            f"({FLOAT16_MAX:,}), well within bfloat16's and float32's range. Computed in "
+            "float16, the scores are inf and the output NaN (or, clamped, wrong): compute "
+            "in float32 for bfloat16 inputs, as for float16 ones (q.float(), "
+            "keys.float(), values.float()), and cast the output back to bfloat16.")
+
+
+def _half_precision(out, Q, K, V, t, diff):
+    """For float16 or bfloat16 inputs, a hint when the output is what a computation in the
+    other 16-bit dtype gives (bfloat16 keeps 8 significant bits, float16 11 and a range up
+    to 65,504 only); otherwise ''."""
+    other = {torch.float16: torch.bfloat16, torch.bfloat16: torch.float16}.get(Q.dtype)
+    if other is None or not torch.isfinite(out).all():
+        return ""
+    q, keys, values = (X.to(other) for X in (Q[:, :, t:t + 1], K[:, :, :t + 1],
+                                              V[:, :, :t + 1]))
+    weights = torch.softmax(q @ keys.transpose(2, 3) / math.sqrt(Q.shape[-1]), dim=-1)
+    theirs = (weights @ values).to(Q.dtype).double()
+    if not torch.isfinite(theirs).all():
+        return ""
+    close = (out.double() - theirs).abs().max().item()
+    if close > diff.max().item() / 4:
+        return ""
+    name = lambda dtype: str(dtype).replace("torch.", "")  # noqa: E731
+    near = f"within {close:.2g} of" if close else "equal to"
+    return (f"your output is off by {diff.max().item():.2g}, and {near} the "
+            f"same attention computed in {name(other)}: {name(Q.dtype)} inputs computed in "
+            f"{name(other)}"
+            + (" (8 significant bits; float16 has 11)" if other == torch.bfloat16 else
+               f" (whose largest number is {FLOAT16_MAX:,})")
+            + ". Compute in float32 for float16 and bfloat16 inputs (q.float(), "
+            f"keys.float(), values.float()) and cast the output back to {name(Q.dtype)}.")
+
+
 def _cache_cases():
     """Caches the caller owns: (case, sequences, start). A prompt already in the cache at
     the first call (q, k, v and the cache as transposed views of (batch, n, heads,
@@ -546,12 +632,15 @@ def _cache_cases():
     in turn. A cache kept between calls (a global, a closure, a buffer) goes stale on
     both. Then a prompt of 120 positions, longer than the chapter model's block_size (64):
     a cache or attention limited to a window of the last 64 (or any number up to 120)
-    positions is wrong there."""
+    positions is wrong there. Last, a prompt of LONG_PROMPT positions (one head of size
+    2, two steps: cheap), longer than the usual sliding windows (256, 1,024, 4,096)."""
     g = torch.Generator().manual_seed(14)
     prompt = [x.transpose(1, 2) for x in torch.randn(3, 2, 9, 2, 4, generator=g)]
     two = [tuple(torch.randn(3, 1, 2, 5, 4, generator=g)) for _ in range(2)]
     long_prompt = tuple(torch.randn(3, 1, 2, 123, 8,
                                     generator=torch.Generator().manual_seed(17)))
+    longer = tuple(torch.randn(3, 1, 1, LONG_PROMPT + 2, 2,
+                               generator=torch.Generator().manual_seed(18)))
     return [
         ("a prompt of 5 positions already cached at the first call (batch 2, 2 heads, head "
          "size 4; q, k, v and the cache are transposed views, not contiguous), steps 5..8",
@@ -560,7 +649,13 @@ def _cache_cases():
          "5 steps)", two, 0),
         ("a prompt of 120 positions already cached at the first call (batch 1, 2 heads, "
          "head size 8), steps 120..122", [long_prompt], 120),
+        (f"a prompt of {LONG_PROMPT:,} positions already cached at the first call (batch "
+         f"1, 1 head, head size 2), steps {LONG_PROMPT}..{LONG_PROMPT + 1}", [longer],
+         LONG_PROMPT),
     ]
+
+
+LONG_PROMPT = 4200  # beyond a sliding window of 4,096 (Mistral's), 1,024 or 256
 
 
 def _diagnose_step(out, Q, K, V, t, hs, later=None, one_head=None):
@@ -657,6 +752,7 @@ def check_attention_step(fn):
         _run_steps(fn, sequences, case, 1e-5, start=start)
     _judge_first_call(fn, first)
     _check_step_gradient(fn)
+    _check_fork(fn)
     # Last, so that a solution with another fault is told that one first: float64 inputs
     # are computed in float64 (within 1e-15 of the reference here; one computed in float32
     # and cast back is about 1e-7 off).
@@ -783,7 +879,7 @@ def _run_steps(fn, sequences, case, tol, start=0):
     """Decode `sequences` [(Q, K, V)] step by step from t = start (the cache then holds
     positions 0..start-1), one step of each sequence in turn."""
     b, h, n, hs = sequences[0][0].shape
-    expected = [_full_causal(*qkv) for qkv in sequences]                # (b, h, n, hs)
+    expected = [_full_causal(*qkv, start=start) for qkv in sequences]   # (b, h, n, hs)
     caches = [(K[:, :, :start], V[:, :, :start]) for Q, K, V in sequences]
     owned = start > 0 or len(sequences) > 1
     for t in range(start, n):
@@ -826,6 +922,22 @@ def _run_steps(fn, sequences, case, tol, start=0):
                                 "cache must hold k itself, as the caller passed it. Scale "
                                 "the scores, q @ keys^T / sqrt(head size), not the keys "
                                 "you return.")
+                    new = full[:, :, t]
+                    if (hint.startswith("append the new one")
+                            and got.shape == reference.shape
+                            and torch.equal(got[:, :, :t], full[:, :, :t])
+                            and not torch.equal(got[:, :, t], new)):
+                        size = (got[:, :, t].double() - new.double()).abs().max().item()
+                        single = name[:-1]
+                        what = (f"are in order, but altered: positions 0..{t - 1} are "
+                                f"the cached ones, as given, but position {t}" if t else
+                                "(one position): position 0")
+                        fail(f"the returned {name} on {where} {what} is not the {single} "
+                             f"you were given (largest difference {size:.3g}).",
+                             f"the cache must hold the new {single} itself, as the caller "
+                             f"passed it: torch.cat([past_{name}, {single[0]}], dim=2). "
+                             "Normalise, scale or cast only what you compute the scores "
+                             "with, never what you return.")
                     fail(f"the returned {name} on {where} are not the {t + 1} {name} of "
                          f"positions 0..{t} in order.", hint)
             diff = (out.double() - expected[s][:, :, t:t + 1]).abs()
@@ -860,6 +972,9 @@ def _run_steps(fn, sequences, case, tol, start=0):
                             "torch.softmax, which does.")
                 if owned and hint.startswith("compute softmax"):
                     hint = OWN_CACHE_HINT
+                if hint.startswith("compute softmax"):
+                    hint = (_bf16_beyond_float16(Q, K, t)
+                            or _half_precision(out, Q, K, V, t, diff) or hint)
                 if overflow:
                     hint = overflow.format(f"; nan_to_num or a clamp turns every such "
                                            f"score into {FLOAT16_MAX:,}, and they tie")
@@ -893,6 +1008,8 @@ def _nan_hint(out, Q, K, t):
     underflowing to 0 after subtracting one maximum for the whole tensor (0/0)."""
     hint = ("exp() overflows for large scores: subtract each row's maximum before exp, or "
             "use torch.softmax, which does.")
+    if _bf16_beyond_float16(Q, K, t):
+        return _bf16_beyond_float16(Q, K, t)
     if not (isinstance(out, torch.Tensor) and out.is_floating_point()
             and out.shape == Q[:, :, :1].shape):
         return hint
@@ -938,6 +1055,67 @@ def _float16_overflow(Q, K, t):
             "the score is inf, although the scaled score fits{}. Divide q by sqrt(head size) "
             "before the product, or compute the scores in float32 (q.float(), "
             "keys.float()) and cast the output back to q's dtype.")
+
+
+FORK = ("two continuations of one sequence from the same cache (as beam search or sampling "
+        "several continuations makes them), under torch.no_grad(): batch 1, 2 heads, head "
+        "size 4, steps 0..3 decoded with your cache, then step t=4 of continuation {}")
+
+
+def _check_fork(fn):
+    """Two calls from the same cache, under torch.no_grad() (where a solution may take a
+    fast path): the second must change nothing the first returned. A cache returned as a
+    prefix view of a buffer that each call extends in place (keys = buf[:, :, :t + 1] after
+    buf[:, :, t] = k) is right while one sequence is decoded, and here the second call
+    overwrites the first one's newest key and value. call()'s earlier-results check does not
+    see it: those results share their memory with the cache passed in, which that check
+    leaves to the in-place check, and the in-place check sees only the positions 0..t - 1
+    that past_keys shows."""
+    g = torch.Generator().manual_seed(22)
+    Q, K, V = torch.randn(3, 1, 2, 5, 4, generator=g)
+    other = [x.clone() for x in (Q, K, V)]
+    for x, new in zip(other, torch.randn(3, 1, 2, 1, 4, generator=g)):
+        x[:, :, 4:] = new
+    with torch.no_grad():
+        past_k, past_v = K[:, :, :0], V[:, :, :0]
+        for t in range(4):
+            _, past_k, past_v = _step(fn, Q, K, V, t, past_k, past_v,
+                                      FORK.format("A") + f" (step t={t})")
+        results = []
+        for which, (Qs, Ks, Vs) in zip("AB", ((Q, K, V), other)):
+            result = _step(fn, Qs, Ks, Vs, 4, past_k, past_v, FORK.format(which))
+            results.append((result, [x.clone() if isinstance(x, torch.Tensor) else x
+                                     for x in result]))
+    (first, copies), _ = results
+    for what, now, then in zip(("output", "keys", "values"), first, copies):
+        if isinstance(now, torch.Tensor) and isinstance(then, torch.Tensor) and \
+                now.shape == then.shape and not torch.equal(now, then):
+            newest = ""
+            if what != "output" and now.dim() == 4 and now.shape[2] == 5:
+                given = (K if what == "keys" else V)[:, :, 4:5]
+                from_b = (other[1] if what == "keys" else other[2])[:, :, 4:5]
+                if torch.equal(then[:, :, 4:5], given) and \
+                        torch.equal(now[:, :, 4:5], from_b):
+                    newest = (f": its newest position (4) now holds continuation B's "
+                              f"{what[:-1]}")
+            fail(f"on {FORK.format('B')}, the second call changed the {what} that the call "
+                 f"for continuation A returned{newest}. Your cache shares memory between "
+                 "calls (a buffer written in place, the returned cache a view of it), so "
+                 "two calls that extend the same cache overwrite each other.",
+                 "return new tensors: torch.cat([past_keys, k], dim=2) makes one at every "
+                 "call, and leaves the cache passed in, and every cache returned before, "
+                 "as they were, with or without torch.no_grad(). The caller owns the cache "
+                 "and may extend it twice.")
+    for (result, _), which, (Qs, Ks, Vs) in zip(results, "AB", ((Q, K, V), other)):
+        out, keys, values = result
+        expected = _full_causal(Qs, Ks, Vs, start=4)[:, :, 4:5]
+        if not (isinstance(out, torch.Tensor) and out.shape == expected.shape
+                and (out.double() - expected).abs().max() <= 1e-5
+                and all(isinstance(x, torch.Tensor) and torch.equal(x, full)
+                        for x, full in ((keys, Ks), (values, Vs)))):
+            fail(f"your output or returned cache is wrong on {FORK.format(which)}, while "
+                 "the same steps were right when each call had a cache of its own.",
+                 OWN_CACHE_HINT)
 
 
 def _check_step_gradient(fn):
