@@ -219,3 +219,65 @@ def test_a_result_changed_by_a_later_call_fails_with_both_cases_named():
 def test_a_view_of_the_input_and_a_new_tensor_are_not_results_changed_later():
     accepts(_check_twice, lambda x: x.t())    # a view of the argument: not kept
     accepts(_check_twice, lambda x: x * 2)    # a new tensor every call
+
+
+# -- The float64 rule (session 21): a float64 input asks for float64 accuracy, told last ----
+
+@checker("float64 twice")
+def _check_float64(fn):
+    """expect_close on a float64 case, then an ordinary float32 case with a 1e-3 tolerance."""
+    from book.checks._core import expect_close
+    x = torch.linspace(-1, 1, 7, dtype=torch.float64)
+    expect_close(fn(x), torch.tanh(x), case="a float64 vector")
+    y = torch.linspace(-1, 1, 5)
+    expect_close(fn(y), torch.tanh(y), case="a float32 vector", atol=1e-3)
+
+
+def test_a_float64_input_computed_in_float32_fails_with_the_float64_message():
+    rejects(_check_float64, lambda x: torch.tanh(x.float()).to(x.dtype),
+            "from the float64 reference on a float64 vector", "float64 accuracy",
+            "torch.tensor(d) is float32")
+    accepts(_check_float64, torch.tanh)
+
+
+def test_a_float64_failure_waits_until_every_other_check_has_passed():
+    # float32 detour AND a fault the float32 case shows: the fault is told, not float64
+    message = rejects(_check_float64, lambda x: torch.tanh(x.float()).to(x.dtype) + (
+        0.1 if x.dtype == torch.float32 else 0.0), "is wrong on a float32 vector")
+    assert "float64" not in message
+
+
+def test_float64_gradients_are_held_to_float64_accuracy():
+    from book.checks._core import expect_gradients
+
+    class Float32Backward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return torch.tanh(x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, = ctx.saved_tensors
+            return (grad.float() * (1 - torch.tanh(x.float()) ** 2)).to(grad.dtype)
+
+    @checker("float64 gradient")
+    def check(fn):
+        x = torch.linspace(-1, 1, 7, dtype=torch.float64)
+        expect_gradients(fn, torch.tanh, [("x", x)], name="fn", case="a float64 vector")
+
+    rejects(check, Float32Backward.apply, "the gradient with respect to x is",
+            "from the float64 reference")
+    accepts(check, torch.tanh)
+
+
+def test_a_sparse_result_gets_a_message():
+    from book.checks._core import expect_tensor
+
+    @checker("dense")
+    def check(fn):
+        expect_tensor(fn(torch.eye(3)), (3, 3), case="the identity")
+
+    rejects(check, lambda x: x.to_sparse(), "is a sparse_coo tensor on the identity",
+            "no .to_sparse()")
+    accepts(check, lambda x: x * 1)
