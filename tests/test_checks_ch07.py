@@ -569,3 +569,58 @@ def test_check_causal_mask_round9_messages():
                    redteam_entry("round9_ch07_causal_mask", "W_19_sparse"),
                    "the mask is a sparse_coo tensor on num_steps=4", "dense", "to_sparse()")
     assert "stopped with" not in text and "SparseCPU" not in text
+
+
+# -- Round 10 red team (tests/checker_redteam/round10_ch07_prenorm.py, writer C) -----------
+
+def test_check_pre_norm_block_round10_large_mean_rows():
+    """A LayerNorm whose variance is E[x^2] - E[x]^2 cancels on float32 rows of mean 1000
+    and spread 0.1: NaN (W_21), or far off when clamped at 0; both are named. Two-pass and
+    torch.var_mean LayerNorms of one's own pass."""
+    def pre_norm(norm):
+        class Block(TransformerEncoderBlock):
+            def forward(self, X, valid_lens):
+                Z = norm(self.addnorm1.ln, X)
+                Y = X + self.addnorm1.dropout(self.attention(Z, Z, Z, valid_lens))
+                return Y + self.addnorm2.dropout(self.ffn(norm(self.addnorm2.ln, Y)))
+        return Block
+
+    def clamped(ln, X):
+        mu = X.mean(-1, keepdim=True)
+        var = ((X * X).mean(-1, keepdim=True) - mu * mu).clamp_min(0)
+        return (X - mu) / (var + ln.eps).sqrt() * ln.weight + ln.bias
+
+    def var_mean(ln, X):
+        var, mu = torch.var_mean(X, -1, unbiased=False, keepdim=True)
+        return (X - mu) * torch.rsqrt(var + ln.eps) * ln.weight + ln.bias
+
+    def two_pass(ln, X):
+        centred = X - X.mean(-1, keepdim=True)
+        var = (centred * centred).mean(-1, keepdim=True)
+        return centred / (var + ln.eps).sqrt() * ln.weight + ln.bias
+
+    block = checks.check_pre_norm_block
+    rejects(block, redteam_entry("round10_ch07_prenorm", "W_21_var_by_moments"),
+            "contains NaN", "1000 + 0.1 x randn", "E[x^2] - E[x]^2",
+            "from the centred values")
+    rejects(block, pre_norm(clamped), "1000 + 0.1 x randn", "on the same X minus 1000 it "
+            "is right", "loses the small variance to float32 rounding")
+    accepts(block, pre_norm(var_mean))
+    accepts(block, pre_norm(two_pass))
+
+
+def test_check_pre_norm_block_round10_none_replaced_by_lengths():
+    """valid_lens=None turned into zeros (every key masked, W_26) or into ones: named."""
+    block = checks.check_pre_norm_block
+    rejects(block, redteam_entry("round10_ch07_prenorm", "W_26_mask_lens_none_to_zero"),
+            "valid_lens=None", "as if valid_lens were all 0",
+            "None means no padding, every key is valid", "hand it on to self.attention")
+
+    class NoneToOnes(TransformerEncoderBlock):
+        def forward(self, X, valid_lens):
+            if valid_lens is None:
+                valid_lens = torch.ones(X.shape[0], dtype=torch.long)
+            Z = self.addnorm1.ln(X)
+            Y = X + self.addnorm1.dropout(self.attention(Z, Z, Z, valid_lens))
+            return Y + self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
+    rejects(block, NoneToOnes, "valid_lens=None", "as if valid_lens were [1, 1]")

@@ -423,7 +423,7 @@ def _modes(block):
     return {name: module.training for name, module in block.named_modules()}
 
 
-def _run(block, ref, X, valid_lens, case):
+def _run(block, ref, X, valid_lens, case, nan_hint=None):
     """Call the learner's block; its forward must leave every module's train/eval mode as
     the caller set it (a forward that calls self.eval() never drops anything), and every
     submodule as it was."""
@@ -449,7 +449,7 @@ def _run(block, ref, X, valid_lens, case):
              "nn.Dropout follows the mode by itself, so forward needs no self.eval() or "
              "self.train().")
     _expect_tree(block, ref, case)
-    expect_tensor(out, X.shape, what="the block's output", case=case)
+    expect_tensor(out, X.shape, what="the block's output", case=case, nan_hint=nan_hint)
     return out
 
 
@@ -481,6 +481,8 @@ def _expect_eval_output(block, ref, X, valid_lens, case, renew, diagnose=True):
                  "compute each call from its arguments X and valid_lens alone: keep no "
                  "results or lengths between calls (in self.__dict__, an attribute or a "
                  "global).")
+        if valid_lens is None:
+            _diagnose_none(ref, X, out, case)
         if not diagnose:
             expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
                          hint=_FORMULA)
@@ -511,6 +513,19 @@ def _expect_eval_output(block, ref, X, valid_lens, case, renew, diagnose=True):
         expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
                      hint=_FORMULA + " Each residual adds its sublayer's un-normalised "
                      "input: X around the attention, Y around the FFN.")
+
+
+def _diagnose_none(ref, X, out, case):
+    """valid_lens=None (no padding) replaced by lengths: zeros (no key at all) or others."""
+    zeros = torch.zeros(X.shape[0], dtype=torch.long)
+    if is_close(out, ref(X, zeros), atol=1e-4, rtol=1e-4):
+        fail(f"on {case}, your block masks every key, as if valid_lens were all 0 (no "
+             "valid key, so the attention adds nothing): valid_lens=None means no padding, "
+             "every key is valid.", _NONE_HINT)
+    used = _lengths_used(ref, X, out)
+    if used is not None and used != [X.shape[1]] * X.shape[0]:
+        fail(f"on {case}, your block masks the keys as if valid_lens were {used}: "
+             "valid_lens=None means no padding, every key is valid.", _NONE_HINT)
 
 
 def _diagnose_per_query(ref, X, valid_lens, out, expected, case):
@@ -556,7 +571,9 @@ def check_pre_norm_block(cls):
     mode (valid_lens [6, 3], [3, 6], None, and a second X: nothing kept between calls), its
     gradients (a wrong one is traced to a detached residual, LayerNorm output or statistics,
     or keys/values where it is one of those), a non-contiguous X, valid_lens of shape
-    (batch, n) (one length per query, as causal_valid_lens gives), a float64 block on
+    (batch, n) (one length per query, as causal_valid_lens gives), float32 rows with a
+    large mean and a small spread (a variance taken as E[x^2] - E[x]^2 is named), a float64
+    block on
     float64 X (a LayerNorm without eps, or float32 arithmetic, is named), eval mode with
     dropout 0.5 (no dropout then),
     and train mode with dropout 0.5 and 0.2 (same random seed as the reference, so the
@@ -604,6 +621,7 @@ def check_pre_norm_block(cls):
     _expect_eval_output(block, ref, X, per_query, "X of shape (2, 6, 16) with valid_lens of "
                         f"shape (2, 6), one length per query: {per_query.tolist()}", renew)
 
+    _expect_large_mean(block, ref, valid_lens)
     _expect_float64(cls, X, valid_lens)
 
     p = 0.5
@@ -728,6 +746,51 @@ def _diagnose_gradients(block, ref, X, valid_lens, case, message):
     text, hint = message.split("\nHint: ", 1) if "\nHint: " in message else (message, None)
     fail(text + f" Wrong: the gradients with respect to {', '.join(wrong)}"
          + (f"; right: those of {', '.join(fine)}." if fine else "."), hint)
+
+
+LARGE_MEAN = 1000.0
+
+
+def _expect_large_mean(block, ref, valid_lens):
+    """float32 rows with a large mean and a small spread (1000 + 0.1 randn): the variance
+    0.01 must survive. E[x^2] - E[x]^2 subtracts two numbers near 10^6, whose float32
+    spacing is 0.06: the variance comes out negative (NaN) or far off. A LayerNorm shifts
+    with its input, so the block's output on X - 1000 is the output on X minus 1000: a block
+    right there and wrong here loses the variance to rounding. Tolerance 1e-2 (absolute, on
+    outputs near 1000): float32 LayerNorms computed another right way (two passes, Welford,
+    float64 and back) differ from nn.LayerNorm by at most 5e-4 here (measured), since the
+    mean itself carries float32 rounding of about 6e-5 against a spread of 0.1."""
+    g = torch.Generator().manual_seed(3)
+    X = LARGE_MEAN + 0.1 * torch.randn(2, 6, 16, generator=g)
+    case = ("X of shape (2, 6, 16), float32, with a large mean and a small spread (1000 + "
+            "0.1 x randn: every row has mean about 1000 and standard deviation 0.1), "
+            "valid_lens [6, 3]")
+    why = ("your LayerNorm loses the small variance to float32 rounding: a variance "
+           "computed as E[x^2] - E[x]^2 subtracts two numbers near 10^6 that agree in "
+           "every float32 digit, and comes out negative (NaN) or far off.")
+    fix = ("compute the variance from the centred values, ((x - mean) ** 2).mean(-1), as "
+           "nn.LayerNorm does, or use the block's own self.addnorm1.ln and "
+           "self.addnorm2.ln.")
+    with torch.no_grad():
+        out = _run(block, ref, X, valid_lens, case, nan_hint="a LayerNorm that loses "
+                   "the small variance to float32 rounding gives NaN here: a variance "
+                   "computed as E[x^2] - E[x]^2 subtracts two numbers near 10^6 that agree "
+                   "in every float32 digit, and comes out negative. "
+                   + fix[0].upper() + fix[1:])
+        expected = ref(X, valid_lens)
+        if is_close(out, expected, atol=1e-2, rtol=0.0):
+            return
+        shifted = _run(block, ref, X - LARGE_MEAN, valid_lens, "the same X minus 1000")
+        right_there = is_close(shifted, ref(X - LARGE_MEAN, valid_lens), atol=1e-4,
+                               rtol=1e-4)
+    if right_there:
+        where, want, got, diff = worst(out, expected)
+        fail(f"on {case}, your block's output is wrong: at index {where} expected "
+             f"{want:.6g}, got {got:.6g} (largest difference {diff:.3g}), while on the "
+             "same X minus 1000 it is right (a LayerNorm ignores a constant shift, so the "
+             f"output just moves by 1000): {why}", fix)
+    expect_close(out, expected, what="the block's output", case=case, atol=1e-2, rtol=0.0,
+                 hint=_FORMULA)
 
 
 def _expect_float64(cls, X, valid_lens):
