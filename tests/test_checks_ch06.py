@@ -572,3 +572,60 @@ def test_round9_messages(name):
                    redteam_entry("round9_ch06_learned_pe", name), *R9[name], args=(False,))
     if name == "W_13_mlp_of_position":
         assert "fixed size" not in text
+
+
+R10 = {  # round 10 (writer B): holes closed, and messages that name the fault
+    # a private generator with a fixed seed: the same table whatever the caller's seed
+    "W_02_private_generator_seed0": ("the same table of random-looking values",
+                                     "torch.Generator().manual_seed"),
+    # torch.manual_seed inside torch.random.fork_rng(): the global state is restored
+    "W_24_fork_rng_seeded_init": ("the same table of random-looking values",
+                                  "torch.manual_seed inside torch.random.fork_rng()"),
+    # rows 1..n of a table of max_len + 1 rows: row 0 never trained
+    "W_03_one_based_positions": ("16 of your 816 trainable numbers get no gradient",
+                                 "`P` (row 0 of its 51)", "the first n rows"),
+    # the table cast to float32 in forward: a float64 model adds float32 numbers
+    "W_09_table_float32_always": ("after a float64 change of its parameters",
+                                  "100% of the values your encoding adds are float32",
+                                  "no .float() in forward"),
+    # 16 free features tiled across the width: full rank at 16, not at 40
+    "W_13_shared_table_across_dims": ("for 5 positions of 40 features",
+                                      "only 80 independent directions",
+                                      "feature 16 always equals feature 0"),
+}
+
+
+@pytest.mark.parametrize("name", R10)
+def test_round10_messages(name):
+    rejects(checks.check_learned_positional_encoding,
+            redteam_entry("round10_ch06_learned_pe", name), *R10[name], args=(False,))
+
+
+def test_round10_std002_is_rejected_by_training_with_the_scale_hint():
+    """B's O04 (GPT-2's init std 0.02), filed W_26: the text asks for std about 1."""
+    cls = redteam_entry("round10_ch06_learned_pe", "W_26_gpt2_init_std002")
+    assert "passed" in run(checks.check_learned_positional_encoding, cls, False)
+    rejects(checks.check_learned_positional_encoding, cls, "standard deviation 0.02",
+            "as the exercise asks", "GPT-2's and BERT's std 0.02")
+
+
+class SinusoidStart(Learned):
+    """Right: a trainable table that starts as the sinusoid, the same under every seed."""
+
+    def __init__(self, num_hiddens, dropout, max_len=1000):
+        super().__init__(num_hiddens, dropout, max_len)
+        with torch.no_grad():
+            self.P.copy_(PositionalEncoding(num_hiddens, 0.0, max_len).P)
+
+
+def test_a_table_the_same_under_every_seed_is_accepted_when_it_is_not_random():
+    """The seed test (round 10's W_02) tells a fixed smooth start from fixed random values:
+    neighbouring positions correlate at about 0.81 in the sinusoid, about 0 +- 0.04 in
+    random values, and the threshold is 0.3."""
+    accepts(checks.check_learned_positional_encoding, SinusoidStart, False)
+    pe = PositionalEncoding(16, 0.0, 50).P[0]
+    assert ch06._lag_one_correlation(pe) > 0.8 > ch06.SMOOTH_CORRELATION
+    g = torch.Generator().manual_seed(0)
+    worst = max(abs(ch06._lag_one_correlation(torch.randn(50, 16, generator=g)))
+                for _ in range(200))
+    assert worst < ch06.SMOOTH_CORRELATION / 2

@@ -19,7 +19,14 @@ message is the same on every run):
 4. E is position-dependent (50 positions, all different) and *per-position trainable*: the
    Jacobian of E (10 positions x 16 features) with respect to the parameters has full rank
    160, so every entry of every position's vector can be learned on its own (one scale times
-   the sinusoid has rank 1, one scalar per position rank 10); and the output follows a
+   the sinusoid has rank 1, one scalar per position rank 10), and so has it at a second
+   width, 5 positions x 40 features (no fixed number of free features tiled across the
+   width); a sequence of max_len positions gives every trainable number a gradient (no row
+   that no position reads: a table of max_len + 1 rows read from row 1); a table of random
+   values follows the caller's seed (built after two different seeds it differs: no private
+   generator with a fixed seed, no torch.manual_seed inside fork_rng; a table computed
+   without randomness, such as the sinusoid, is told apart by its smoothness along the
+   positions); and the output follows a
    change of the parameters (no copy of the table kept from an earlier call), and the table
    is read anew after a first call under torch.no_grad() (a training call at the same
    length gives gradients) and after .double() (float64 values and gradients, and a
@@ -36,7 +43,9 @@ message is the same on every run):
    positions agree no more often than independent draws (Hoeffding bound, a right dropout,
    nn.Dropout or hand-written, fails with probability below 1e-9 per test): no mask
    reused between calls, shared by the batch, or dropping whole position vectors; and the
-   very first call of a fresh instance drops its share too (no call counter);
+   very first call of a fresh instance drops its share too (no call counter); in a float64
+   model, after a float64 change of the parameters, the values added are not float32
+   numbers (no table cast with .float() in forward);
 6. (train=True) the encoding helps: the chapter's reversal model with it reverses at least
    30 points more positions than the best any model blind to order can do (33.7%,
    computed exactly by book.selfattention.best_order_blind_accuracy).
@@ -60,6 +69,9 @@ MARGIN = 0.30  # the learned encoding must be right on at least 30 points more p
 DROPOUTS = (0.5, 0.2)  # the rates tried in train mode
 SE_TOLERANCE = 5.5  # the dropout share may differ from the rate by 5.5 standard errors
 LONG_MAX_LEN = 1200  # a max_len above the default 1000: the table must follow max_len
+WIDE = 40  # a second width for the rank test (a fixed number of free features shows)
+SMOOTH_CORRELATION = 0.3  # neighbouring positions: random values about 0 (+-0.04), the
+# sinusoid 0.81; a seed-independent table below this is random values from a fixed seed
 
 
 def _order_model(pos_encoding_class, seed=0):
@@ -125,7 +137,10 @@ def _scale_hint(std):
             "token embeddings they are added to have standard deviation 1 (in the checker's "
             "model, as with nn.Embedding's default). An encoding much smaller than the "
             "embeddings is drowned out and learns slowly: initialise it with std about 1, "
-            "e.g. nn.init.normal_(P), or use an nn.Embedding(max_len, num_hiddens).")
+            "as the exercise asks, e.g. nn.init.normal_(P), or use an "
+            "nn.Embedding(max_len, num_hiddens). (GPT-2's and BERT's std 0.02 goes with "
+            "their long trainings; in this check's short training such a table does not "
+            "learn.)")
 
 
 def _jacobian_rank(module, n, d):
@@ -149,6 +164,153 @@ def _jacobian_rank(module, n, d):
     J = torch.stack(rows).double()  # (n * d, number of parameters)
     frozen = [i for i in range(n) if not J[i * d:(i + 1) * d].any()]
     return int(torch.linalg.matrix_rank(J)), frozen
+
+
+def _expect_full_rank(module, n, d, narrow=None):
+    """Every entry of every position's vector can be learned on its own: the Jacobian of the
+    encoding of n positions with respect to the parameters has rank n * d. `narrow`: a
+    smaller width at which the check has passed (a fixed number of free features)."""
+    rank, frozen = _jacobian_rank(module, n, d)
+    if rank >= n * d:
+        return
+    what = {1: "one trainable number for all of them (e.g. a scale times the fixed "
+               "sinusoid)", n: "one trainable number per position, the same for every "
+                               "feature",
+            d: "one trainable vector shared by all positions"}
+    if frozen:
+        rows = ", ".join(str(i) for i in frozen)
+        why = ((f"the vector of position {rows} is not trainable: no parameter moves it"
+                if len(frozen) == 1 else f"the vectors of positions {rows} are not "
+                "trainable: no parameter moves them")
+               + (" (nn.Embedding's padding_idx=0 freezes position 0 at the zero "
+                  "vector)" if frozen == [0] else ""))
+    elif narrow is not None:
+        with torch.no_grad():
+            E = module(torch.zeros(1, n, d))[0]  # (n, d)
+        same = [(j, k) for k in range(d) for j in range(k)
+                if torch.allclose(E[:, j], E[:, k], atol=1e-6)]
+        repeat = (f" (feature {same[0][1]} always equals feature {same[0][0]})"
+                  if same else "")
+        why = (f"at num_hiddens={narrow} every entry was free, so your encoding has a "
+               f"fixed number of free features per position{repeat}, not num_hiddens: "
+               "features repeated (tiled) or tied across the width")
+    else:
+        why = what.get(rank, "every position's vector is trainable, but they are tied "
+                             "together: a factorised (low-rank) table such as A @ B "
+                             "with an inner size below num_hiddens, or parameters "
+                             "shared between positions, lets the vectors of the "
+                             "positions move only within a common subspace")
+    fail(f"for {n} positions of {d} features your encoding can learn only {rank} "
+         f"independent directions, not {n} x {d} = {n * d}: {why}."
+         " A learned encoding gives every position its own trainable vector.",
+         "a table with one row of num_hiddens trainable numbers per position: "
+         "nn.Parameter(torch.randn(1, max_len, num_hiddens)), or nn.Embedding(max_len, "
+         "num_hiddens) looked up at positions 0..n-1.")
+
+
+def _expect_every_row_trained(module, d):
+    """A sequence of max_len positions reaches every trainable number: no row of the table
+    that no position reads (a table of max_len + 1 rows read from row 1, p_0 never used)."""
+    max_len = 50
+    params = [(name, p) for name, p in module.named_parameters() if p.requires_grad]
+    weights = torch.randn(1, max_len, d, generator=torch.Generator().manual_seed(12))
+    out = module.eval()(torch.zeros(1, max_len, d))
+    if not out.requires_grad:
+        return  # told by the gradient checks
+    grads = torch.autograd.grad((out * weights).sum(), [p for _, p in params],
+                                allow_unused=True)
+    dead, total = [], 0
+    for (name, p), grad in zip(params, grads):
+        total += p.numel()
+        idle = torch.ones_like(p, dtype=torch.bool) if grad is None else grad == 0
+        if not idle.any():
+            continue
+        where = ""
+        if p.dim() >= 2 and p.shape[-1] == d:
+            rows = idle.reshape(-1, p.shape[-2], d).all(0).all(-1).nonzero().flatten()
+            if 0 < len(rows) < p.shape[-2]:
+                shown = ", ".join(str(int(i)) for i in rows[:5]) + \
+                    (", ..." if len(rows) > 5 else "")
+                where = f" (row{'s' if len(rows) > 1 else ''} {shown} of its {p.shape[-2]})"
+        dead.append((f"`{name}`{where}", int(idle.sum())))
+    if dead:
+        count = sum(k for _, k in dead)
+        names = ", ".join(name for name, _ in dead)
+        fail(f"with a sequence of max_len = {max_len} positions (cls(16, 0.0, max_len=50), "
+             f"eval mode), {count} of your {total} trainable numbers get no gradient: "
+             f"{names}. No sequence the encoding accepts reaches them, so they are never "
+             "trained: a table has exactly max_len rows, p_0 to p_{max_len - 1}, and "
+             "forward adds p_0 ... p_{n-1}, the first n rows.",
+             "nn.Parameter(torch.randn(1, max_len, num_hiddens)) sliced from row 0: "
+             "self.P[:, :n] (not a table of max_len + 1 rows read from row 1, and no "
+             "parameter that forward does not use).")
+
+
+def _lag_one_correlation(E):
+    """Correlation of each position's vector with the next one's (features centred): about 0
+    for random values, high for a smooth function of the position such as the sinusoid."""
+    E = E - E.mean(0)
+    return float((E[1:] * E[:-1]).sum() / (E * E).sum())
+
+
+def _expect_seed_followed(cls, d):
+    """A table of random values is drawn from the generator the caller seeded: built after
+    torch.manual_seed(1) and after torch.manual_seed(2), the tables differ (no private
+    generator with a fixed seed, no torch.manual_seed inside torch.random.fork_rng()). A
+    table computed without randomness (the sinusoid, say) is the same under every seed: it
+    is smooth along the positions, which random values are not."""
+    tables = []
+    for seed in (1, 2):
+        case = f"cls(16, 0.0, max_len=50) built after torch.manual_seed({seed}), eval mode"
+        with seeded(seed):
+            module = call(cls, d, 0.0, max_len=50, name="your class", case=case)
+            with torch.no_grad():
+                tables.append(_forward(module.eval(), torch.zeros(1, 50, d),
+                                       f"zeros of shape (1, 50, 16) with {case}")[0])
+    E = tables[0]
+    if not torch.equal(*tables) or E.std() < 1e-6:
+        return
+    correlation = _lag_one_correlation(E)
+    if correlation < SMOOTH_CORRELATION:
+        fail("built once after torch.manual_seed(1) and once after torch.manual_seed(2), "
+             "your class starts from the same table of random-looking values (the "
+             f"correlation of neighbouring positions is {correlation:.2f}, as for "
+             "independent draws): it draws them from a generator of its own with a fixed "
+             "seed (torch.Generator().manual_seed(...), or torch.manual_seed inside "
+             "torch.random.fork_rng()). The caller's seed then has no effect on it: every "
+             "model starts from the same positions, and training from several seeds does "
+             "not vary them.",
+             "draw the table from the global generator, which the caller seeds: "
+             "nn.Parameter(torch.randn(1, max_len, num_hiddens)), with no generator= "
+             "argument and no seeding in your class.")
+
+
+def _expect_float64_table(cls, d):
+    """In a float64 model the encoding adds the float64 table: after a float64 change of the
+    parameters (what training does), the values added are not all float32 numbers (a table
+    cast with .float() in forward, then added to float64 X, would be)."""
+    case = ("zeros of shape (1, 7, 16) in float64, cls(16, 0.0, max_len=50).double() (eval "
+            "mode), after a float64 change of its parameters")
+    module = _make(cls, "cls(16, 0.0, max_len=50)", d, 0.0, max_len=50).double().eval()
+    zeros = torch.zeros(1, 7, d, dtype=torch.float64)
+    g = torch.Generator().manual_seed(13)
+    with torch.no_grad():
+        before = _forward(module, zeros, "zeros of shape (1, 7, 16) in float64, "
+                                         "cls(16, 0.0, max_len=50).double() (eval mode)")
+        for p in module.parameters():
+            if p.requires_grad and p.dtype == torch.float64:
+                p.add_(0.5 * torch.randn(p.shape, generator=g, dtype=torch.float64))
+        E = _forward(module, zeros, case)
+    if torch.equal(E, before):
+        return  # the parameters are not read: told by the other checks
+    rounded = (E == E.float().double()).double().mean().item()
+    if rounded > 0.5:
+        fail(f"on {case}, {rounded:.0%} of the values your encoding adds are float32 "
+             "numbers, while its float64 parameters are not: forward rounds the table to "
+             "float32 (a .float() or dtype=torch.float32 in forward), so a float64 model "
+             "adds positions about 1e-8 off (relative) instead of float64's 1e-16.",
+             "add the table in X's dtype: return self.dropout(X + self.P[:, :n]) (or "
+             "self.P[:, :n].to(X.dtype)); no .float() in forward.")
 
 
 def _one_of(Y, choices, atol=1e-5):
@@ -268,32 +430,11 @@ def check_learned_positional_encoding(cls, train=True):
     if any(gr is not None and not torch.isfinite(gr).all() for gr in grads):
         fail("the gradient of your encoding's parameters contains NaN or inf.")
     module.eval()
-    n = 10
-    rank, frozen = _jacobian_rank(module, n, d)
-    if rank < n * d:
-        what = {1: "one trainable number for all of them (e.g. a scale times the fixed "
-                   "sinusoid)", n: "one trainable number per position, the same for every "
-                                   "feature",
-                d: "one trainable vector shared by all positions"}
-        if frozen:
-            rows = ", ".join(str(i) for i in frozen)
-            why = ((f"the vector of position {rows} is not trainable: no parameter moves it"
-                    if len(frozen) == 1 else f"the vectors of positions {rows} are not "
-                    "trainable: no parameter moves them")
-                   + (" (nn.Embedding's padding_idx=0 freezes position 0 at the zero "
-                      "vector)" if frozen == [0] else ""))
-        else:
-            why = what.get(rank, "every position's vector is trainable, but they are tied "
-                                 "together: a factorised (low-rank) table such as A @ B "
-                                 "with an inner size below num_hiddens, or parameters "
-                                 "shared between positions, lets the vectors of the "
-                                 "positions move only within a common subspace")
-        fail(f"for {n} positions of 16 features your encoding can learn only {rank} "
-             f"independent directions, not {n} x 16 = {n * d}: {why}."
-             " A learned encoding gives every position its own trainable vector.",
-             "a table with one row of num_hiddens trainable numbers per position: "
-             "nn.Parameter(torch.randn(1, max_len, num_hiddens)), or nn.Embedding(max_len, "
-             "num_hiddens) looked up at positions 0..n-1.")
+    _expect_full_rank(module, 10, d)
+    wide = _make(cls, f"cls(num_hiddens={WIDE}, dropout=0.0, max_len=50)", WIDE, 0.0,
+                 max_len=50)
+    _expect_full_rank(wide.eval(), 5, WIDE, narrow=d)
+    _expect_seed_followed(cls, d)
 
     _expect_current_parameters(cls, module, d)
     _expect_table_read_anew(cls, d)
@@ -325,8 +466,10 @@ def check_learned_positional_encoding(cls, train=True):
                  f"X of shape (1, {long_len}, 16) with {long_case}")
     _expect_default_max_len(fresh, d)
     _expect_too_long_refused(module, d)
+    _expect_every_row_trained(module, d)
 
     _check_dropout(cls, d)
+    _expect_float64_table(cls, d)
     if not train:
         return None
 
