@@ -418,3 +418,54 @@ def test_round9_isqrt_is_named_where_d_tells_it_apart():
         return chunked_reference(Q * math.sqrt(d) / scale, K, V, chunk_size)
     rejects(checks.check_chunked_attention, isqrt_from_d8, "d=8",
             "sqrt(d) rounded down to an integer, 2 for d = 8")
+
+
+# -- Round 10 red team (tests/checker_redteam/round10_a1_chunked.py) -----------------------
+
+def test_round10_one_key_view_of_V():
+    """V.expand(...) for one key: with one query the output is V's own memory."""
+    text = rejects(checks.check_chunked_attention,
+                   redteam_entry("round10_a1_chunked", "W_22_single_key_returns_V_view"),
+                   "1 query, 1 key", "shares memory with the argument V", "out.mul_(2)",
+                   ".clone()")
+    assert "without the scale" not in text
+
+
+def test_round10_one_key_shortcut_with_its_own_tensor_is_accepted():
+    """The same shortcut with .clone() is right (values, gradients, memory)."""
+    def one_key_clone(Q, K, V, chunk_size):
+        if K.shape[1] == 1:
+            return V.expand(Q.shape[0], Q.shape[1], V.shape[-1]).clone()
+        return chunked_reference(Q, K, V, chunk_size)
+    accepts(checks.check_chunked_attention, one_key_clone)
+
+
+def test_round10_one_key_shortcut_without_a_graph_is_caught():
+    """A one-key shortcut that leaves autograd: the one-key gradient case catches it."""
+    def one_key_detached(Q, K, V, chunk_size):
+        if K.shape[1] == 1:
+            return V.detach().expand(Q.shape[0], Q.shape[1], V.shape[-1]).clone()
+        return chunked_reference(Q, K, V, chunk_size)
+    rejects(checks.check_chunked_attention, one_key_detached, "1 key", "(one key, gradients)")
+
+
+@pytest.mark.parametrize("size, what", [
+    (lambda Q, K: Q.shape[1], "the square root of the number of queries, 8."),
+    (lambda Q, K: K.shape[1], "the square root of the number of keys, 8.")])
+def test_round10_num_queries_and_num_keys_are_told_apart(size, what):
+    """The first case has 8 queries and 8 keys: a probe with 5 and 7 tells the two apart."""
+    def scaled_by(Q, K, V, chunk_size):
+        return chunked_reference(Q * math.sqrt(Q.shape[-1]) / math.sqrt(size(Q, K)), K, V,
+                                 chunk_size)
+    text = rejects(checks.check_chunked_attention, scaled_by, "8 queries, 8 keys", what)
+    assert "alike" not in text
+
+
+def test_round10_sizes_alike_everywhere_are_both_named():
+    """A scale that is sqrt(8) wherever there are 8 queries and 8 keys, and right elsewhere:
+    the probe cannot tell, so both sizes are named."""
+    def sqrt8_when_square(Q, K, V, chunk_size):
+        scale = math.sqrt(8) if Q.shape[1] == K.shape[1] == 8 else math.sqrt(Q.shape[-1])
+        return chunked_reference(Q * math.sqrt(Q.shape[-1]) / scale, K, V, chunk_size)
+    rejects(checks.check_chunked_attention, sqrt8_when_square,
+            "the number of keys or of the number of queries, 8 (alike on this case)")

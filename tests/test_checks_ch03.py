@@ -665,3 +665,52 @@ def test_round9_sdpa_new_tensors_of_the_first_case_shapes_catch_a_shape_cache():
         return attention_reference(queries, keys, values, valid_lens)
     rejects(checks.check_scaled_dot_product_attention, cached_by_first_shapes,
             "new queries (2, 3, 16)", "an earlier call's queries and keys")
+
+
+# -- Round 10 red team (tests/checker_redteam/round10_ch03_*.py): holes and messages --------
+
+def test_round10_masked_softmax_one_key_constant_has_no_graph():
+    """A shortcut for one key that returns the mask as a constant: right values, no graph."""
+    from checker_redteam import round10_ch03_masked_softmax as r10
+
+    rejects(checks.check_masked_softmax, r10.W_21_single_key_shortcut,
+            "X of shape (2, 3, 1) (one key), valid_lens [1, 0] (gradients)",
+            "requires_grad=False", "a constant")
+
+
+def test_round10_sdpa_one_key_view_of_the_values():
+    """values.expand(...) for one key shares the values' memory (one query: the values)."""
+    from checker_redteam import round10_ch03_sdpa as r10
+
+    rejects(checks.check_scaled_dot_product_attention,
+            r10.W_19_single_key_returns_values_view, "(one query, one key)",
+            "shares memory with `values`", "out.mul_(2)", ".clone()")
+
+
+def test_round10_sdpa_one_key_shortcut_with_its_own_tensor_is_accepted():
+    """The same shortcut with .clone() (or any new tensor) is right, gradients included."""
+    def one_key_clone(queries, keys, values, valid_lens=None):
+        if keys.shape[1] == 1 and valid_lens is None:
+            return values.expand(queries.shape[0], queries.shape[1], -1).clone()
+        return attention_reference(queries, keys, values, valid_lens)
+    accepts(checks.check_scaled_dot_product_attention, one_key_clone)
+
+
+def test_round10_sdpa_scale_kept_from_the_first_call_is_named():
+    """sqrt(16) = 4 kept from the first call equals d / 2 on d = 8: the earlier call's scale
+    is named, not Python's precedence in d ** 1/2."""
+    from checker_redteam import round10_ch03_sdpa as r10
+
+    r10._SCALE.clear()
+    text = rejects(checks.check_scaled_dot_product_attention,
+                   r10.W_10_scale_cached_first_call, "queries (1, 4, 8)",
+                   "divided by 4 = sqrt(16), the scale of an earlier call",
+                   "not by sqrt(8) = 2.828", "keeps the scale from an earlier call")
+    assert "d ** 1/2" not in text
+    r10._SCALE.clear()
+
+
+def test_round10_d_half_is_still_named_d_half():
+    """A scale of d / 2 from the start (wrong on the first case) keeps its precedence hint."""
+    rejects(checks.check_scaled_dot_product_attention, attend(scale=lambda d: d ** 1 / 2),
+            "d ** 1/2")

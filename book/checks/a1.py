@@ -55,7 +55,33 @@ def _isqrt_on_probe(fn):
         and is_close(seen, _attention(Q, K, V, scale=2.0), atol=1e-5, rtol=1e-4)
 
 
-def _diagnose(out, ref, Q, K, V, chunk, case, tol):
+def _scale_sizes(Q, K, V, chunk):
+    """(size, what): the sizes whose square root a learner may divide the scores by."""
+    return [(V.shape[-1], "the value size V.shape[-1]"), (chunk, "the chunk size"),
+            (K.shape[1], "the number of keys"), (Q.shape[1], "the number of queries")]
+
+
+# All five square roots differ here (d = 4, value size 3, chunk size 2, 7 keys, 5 queries):
+# where a case has two of these sizes alike (8 queries and 8 keys), this call tells the two
+# scale mistakes apart (added after red-team round 10).
+_SIZES_PROBE = "batch 1, 5 queries, 7 keys, d=4, value_dim=3, chunk_size=2"
+
+
+def _scale_sizes_on_probe(fn):
+    """The `what` of every size whose square root fn's scores are divided by on the probe."""
+    g = torch.Generator().manual_seed(110)
+    Q, K, V = (torch.randn(1, n, dd, generator=g) for n, dd in ((5, 4), (7, 4), (7, 3)))
+    seen = call(fn, Q, K, V, 2, name="chunked_attention", case=_SIZES_PROBE,
+                hint_on_error=_chunks_hint)
+    if not (isinstance(seen, torch.Tensor) and seen.is_floating_point()
+            and tuple(seen.shape) == (1, 5, 3)):
+        return set()
+    return {what for size, what in _scale_sizes(Q, K, V, 2)
+            if is_close(seen, _attention(Q, K, V, scale=math.sqrt(size)), atol=1e-5,
+                        rtol=1e-4)}
+
+
+def _diagnose(fn, out, ref, Q, K, V, chunk, case, tol):
     __tracebackhide__ = True
     d = Q.shape[-1]
     if math.isqrt(d) not in (1, math.sqrt(d)) and is_close(
@@ -67,13 +93,16 @@ def _diagnose(out, ref, Q, K, V, chunk, case, tol):
              "the right shape only because there are as many keys as the value size.",
              "each chunk's output is weights @ V, with V (batch, num_keys, value_dim) as it "
              "is.")
-    for size, what in ((V.shape[-1], "the value size V.shape[-1]"),
-                       (chunk, "the chunk size"), (K.shape[1], "the number of keys"),
-                       (Q.shape[1], "the number of queries")):
-        if size != d and is_close(out, _attention(Q, K, V, scale=math.sqrt(size)), **tol):
-            fail(f"the output is wrong on {case}: the scores are divided by the square root "
-                 f"of {what}, {size}.", "d is the size of the queries and keys, "
-                                        "Q.shape[-1].")
+    found = [(size, what) for size, what in _scale_sizes(Q, K, V, chunk)
+             if size != d and is_close(out, _attention(Q, K, V, scale=math.sqrt(size)), **tol)]
+    if len(found) > 1:  # sizes alike on this case (8 queries, 8 keys): the probe tells
+        on_probe = _scale_sizes_on_probe(fn)
+        found = [(size, what) for size, what in found if what in on_probe] or found
+    if found:
+        fail(f"the output is wrong on {case}: the scores are divided by the square root "
+             f"of {' or of '.join(what for size, what in found)}, {found[0][0]}"
+             f"{' (alike on this case)' if len(found) > 1 else ''}.",
+             "d is the size of the queries and keys, Q.shape[-1].")
     if is_close(out, _attention(Q, K, V, scale=float(d)), **tol):
         fail(f"the output is wrong on {case}: the scores are divided by d, not sqrt(d).")
     by_keys = sum(_attention(Q, K[:, j:j + chunk], V[:, j:j + chunk])
@@ -86,6 +115,23 @@ def _diagnose(out, ref, Q, K, V, chunk, case, tol):
     if Q.shape[0] > 1 and bool((out == out[:1]).all()) and not bool((ref == ref[:1]).all()):
         fail(f"the output is wrong on {case}: every example of the batch gets the output of "
              "example 0.", "keep the batch axis: Q[:, i:i + chunk_size], not Q[0].")
+
+
+def _expect_new_tensor(out, inputs, case):
+    """Fail if the output shares memory with an input (added after red-team round 10: with
+    one key the output is V's row for every query, and V.expand(...) returns V's own memory,
+    so the caller's out.mul_(2) changes V)."""
+    __tracebackhide__ = True
+    where = _storage(out)
+    for name, t in zip("QKV", inputs):
+        if where and where == _storage(t):
+            fail(f"the output shares memory with the argument {name} on {case}: it is a view "
+                 f"of {name} ({name}.expand(...), {name}[...] or {name} itself), not a new "
+                 f"tensor, so a caller that changes the output in place (out.mul_(2)) "
+                 f"changes its {name} too.",
+                 "return a new tensor, as torch's functions do: with one key every weight is "
+                 "1, and softmax(...) @ V computes that output too (a shortcut needs "
+                 ".clone()).")
 
 
 def _spied(fn, Q, K, V, chunk):
@@ -193,7 +239,7 @@ def _big_right(fn, Q, K, V, chunk, case):
     ref = _attention(Q, K, V)
     tol = dict(atol=1e-5, rtol=1e-4)
     if not is_close(out, ref, **tol):
-        _diagnose(out, ref, Q, K, V, chunk, case, tol)
+        _diagnose(fn, out, ref, Q, K, V, chunk, case, tol)
     expect_close(out, ref, what="the output", case=case, **tol,
                  hint="the output was right on the small inputs: compute a large input the "
                       "same way, in its own dtype (not bfloat16 or float16 to save time) and "
@@ -299,11 +345,12 @@ def _chunks_hint(error, chunk=None):
 def check_chunked_attention(fn):
     """Check `fn(Q, K, V, chunk_size)`: equal to full attention (shorter last chunk, chunk
     larger than n, 60 queries, large scores, also in one chunk, float64 with d=4 and d=6,
-    float16, bfloat16, as many keys as the value size, a second call on new inputs of the
-    same shapes and one on the same inputs changed in place), its gradients, no tensor
-    larger than one chunk's scores (counted on 1000 queries and keys, and on 2000 queries and
-    500 keys, chunk_size 24; on 200 queries and keys, chunk_size 10; the outputs of these
-    runs compared too), and a peak memory far below n x n."""
+    float16, bfloat16, as many keys as the value size, one key (the output a new tensor,
+    not a view of V), a second call on new inputs of the same shapes and one on the same
+    inputs changed in place), its gradients (one key too), no tensor larger than one
+    chunk's scores (counted on 1000 queries and keys, and on 2000 queries and 500 keys,
+    chunk_size 24; on 200 queries and keys, chunk_size 10; the outputs of these runs
+    compared too), and a peak memory far below n x n."""
     g = torch.Generator().manual_seed(0)
     cases = [("batch 2, 8 queries, 8 keys, d=4, chunk_size=4", 2, 8, 8, 4, 4, 2.0),
              ("batch 1, 10 queries, 6 keys, d=3, chunk_size=4 (the last chunk has 2 queries)",
@@ -341,17 +388,25 @@ def check_chunked_attention(fn):
          "= 10 + randn, K = 10 + 0.1 * randn (scores near 200, weights up to about 0.5)", 2,
          6, 7, 4, 8, 1.0, torch.float32, "shifted"),
         ("batch 2, 6 queries, 5 keys, d=4, value_dim=5 (as many keys as the value size), "
-         "chunk_size=4", 2, 6, 5, 4, 4, 2.0, torch.float32, "round9")]
+         "chunk_size=4", 2, 6, 5, 4, 4, 2.0, torch.float32, "round9"),
+        # Added after red-team round 10 (their own generator, g10): one key, where every
+        # weight is 1 and the output is V's row for every query (a shortcut that returns
+        # V.expand(...) gives V's own memory back).
+        ("batch 2, 1 query, 1 key, d=4, chunk_size=4 (one key: every weight is 1)", 2, 1,
+         1, 4, 4, 2.0, torch.float32, "one key"),
+        ("batch 2, 5 queries, 1 key, d=4, chunk_size=2 (one key: every weight is 1)", 2, 5,
+         1, 4, 2, 2.0, torch.float32, "one key")]
     g9 = torch.Generator().manual_seed(9)
     g6 = torch.Generator().manual_seed(6)
+    g10 = torch.Generator().manual_seed(10)
     earlier = {}  # (name, shape, dtype) -> the first such Q, K or V
     for case, batch, n_q, n_k, d, chunk, scale, dtype, layout in cases:
         if layout == "strided":
             Q = 2.0 * torch.randn(batch, d, n_q, generator=g5).transpose(1, 2)
             K = 2.0 * torch.randn(batch, d, n_k, generator=g5).transpose(1, 2)
             V = torch.randn(batch, 5, n_k, generator=g5).transpose(1, 2)
-        elif layout in ("again", "round9", "shifted"):
-            g_new = g6 if layout == "again" else g9
+        elif layout in ("again", "round9", "shifted", "one key"):
+            g_new = {"again": g6, "one key": g10}.get(layout, g9)
             # "shifted": every score large, the keys close, so that no key takes every weight
             shift, spread = (10.0, 0.1) if layout == "shifted" else (0.0, 1.0)
             Q = (shift + scale * torch.randn(batch, n_q, d, generator=g_new)).to(dtype)
@@ -388,7 +443,9 @@ def check_chunked_attention(fn):
         for name, before, after in zip("QKV", (Q, K, V), given):
             if not torch.equal(before, after):
                 fail(f"chunked_attention changed its argument {name} in place on {case}.")
-        if is_close(out, _attention(Q, K, V, scale=False), atol=1e-5, rtol=1e-4):
+        _expect_new_tensor(out, given, case)
+        if is_close(out, _attention(Q, K, V, scale=False), atol=1e-5, rtol=1e-4) and not \
+                is_close(_attention(Q, K, V), _attention(Q, K, V, scale=False)):  # one key
             if math.isqrt(d) == 1 < d and _isqrt_on_probe(fn):
                 _isqrt_fail(case, d)
             fail(f"the output equals softmax(Q K^T) V without the scale on {case}.",
@@ -407,7 +464,7 @@ def check_chunked_attention(fn):
         ref = _attention(Q, K, V)
         if not is_close(out, ref, **tol):
             _stale(out, (Q, K, V), earlier, tol, case)
-            _diagnose(out, ref, Q, K, V, chunk, case, tol)
+            _diagnose(fn, out, ref, Q, K, V, chunk, case, tol)
         expect_close(out, ref, what="the output", case=case, hint=HINT, **tol)
         for x, t in zip("QKV", (Q, K, V)):
             earlier.setdefault((x, t.shape, t.dtype), t)
@@ -417,6 +474,12 @@ def check_chunked_attention(fn):
     expect_gradients(lambda q, k, v: fn(q, k, v, 3), _attention,
                      [("Q", Q), ("K", K), ("V", V)], name="chunked_attention",
                      case="batch 2, 7 queries, 6 keys, d=4, chunk_size=3 (gradients)")
+    # Added after red-team round 10: one key (every weight is 1: the gradients of Q and K
+    # are 0, that of V sums the outputs' gradients; a shortcut must keep V's graph).
+    Q, K, V = (torch.randn(2, n, dd, generator=g10) for n, dd in ((3, 4), (1, 4), (1, 3)))
+    expect_gradients(lambda q, k, v: fn(q, k, v, 2), _attention,
+                     [("Q", Q), ("K", K), ("V", V)], name="chunked_attention",
+                     case="batch 2, 3 queries, 1 key, d=4, chunk_size=2 (one key, gradients)")
     _bfloat16(fn)
     # Every tensor it computes at once holds at most chunk_size x n numbers (counted exactly:
     # catches a fixed chunk, torch.chunk's chunk count, chunk_size + 1 rows, the full matrix).

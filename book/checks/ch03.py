@@ -309,8 +309,8 @@ def check_masked_softmax(fn):
     1-D and 2-D lengths, empty rows, batches of one, huge and dominating scores (also without
     a mask), float16,
     float64, bfloat16, rows of 60 keys, square X, transposed X and lengths, lengths above 255,
-    a second call on the same tensors changed in place, and gradients (fully masked rows
-    included)."""
+    a second call on the same tensors changed in place, and gradients (fully masked rows and
+    one key included)."""
     earlier = {}  # (X's shape, valid_lens's shape) -> the first such valid_lens
 
     def check_case(case, X, valid_lens):
@@ -481,8 +481,41 @@ def check_masked_softmax(fn):
                          lambda x, lens=valid_lens: _reference_masked_softmax(x, lens),
                          [("X", X)], name="masked_softmax", case=case + " (gradients)",
                          describe=describe, nan_hint=_NAN_GRAD_HINT)
+    _masked_one_key_gradients(fn)
     for case, X, valid_lens in _masked_softmax_cases_bfloat16():
         check_case(case, X, valid_lens)
+
+
+_ONE_KEY_GRAPH_HINT = (
+    "with one key every weight is 1 (or 0 where valid_len is 0), but a constant "
+    "(torch.ones_like(X), the mask cast to X's dtype) has no autograd graph: compute one key "
+    "the way you compute many (mask, softmax, multiply by the mask). Its gradient is zero, "
+    "but it must exist: a model backpropagates through your function.")
+
+
+def _masked_one_key_gradients(fn):
+    """Gradients on one key (added after red-team round 10: a shortcut for one key that
+    returns a constant has the right values and no graph, so backward() raises)."""
+    __tracebackhide__ = True
+    g = torch.Generator().manual_seed(310)
+    for case, X, valid_lens in [
+            ("X of shape (2, 3, 1) (one key), valid_lens [1, 0]",
+             torch.randn(2, 3, 1, generator=g), torch.tensor([1, 0])),
+            ("X of shape (2, 3, 1) (one key), valid_lens None (no mask)",
+             torch.randn(2, 3, 1, generator=g), None)]:
+        case += " (gradients)"
+        leaf = X.clone().requires_grad_(True)
+        with forbidden(_BOOK_MASKED_SOFTMAX, _OWN_MASK):
+            out = call(fn, leaf, None if valid_lens is None else valid_lens.clone(),
+                       name="masked_softmax", case=case)
+        if isinstance(out, torch.Tensor) and out.is_floating_point() \
+                and not out.requires_grad:
+            fail(f"no gradient can flow back through masked_softmax on {case}: its output "
+                 "has requires_grad=False although X requires grad.", _ONE_KEY_GRAPH_HINT)
+        expect_gradients(lambda x, lens=valid_lens: fn(x, lens),
+                         lambda x, lens=valid_lens: _reference_masked_softmax(x, lens),
+                         [("X", X)], name="masked_softmax", case=case,
+                         nan_hint=_NAN_GRAD_HINT)
 
 
 def _attend(queries, keys, values, valid_lens, scale=None, dim=-1, offset=0,
@@ -619,6 +652,21 @@ def _attention_cases_round9():
          "queries), valid_lens [[7, 1, 3, 0, 5, 2], [4, 6, 7, 2, 1, 3]]",
          *[torch.randn(2, n, dd, generator=g) for n, dd in ((6, 8), (7, 8), (7, 3))],
          torch.tensor([[7, 1, 3, 0, 5, 2], [4, 6, 7, 2, 1, 3]]), 1e-5),
+        *_attention_cases_round10(),
+    ]
+
+
+def _attention_cases_round10():
+    """Cases added after red-team round 10: one key (every weight is 1, or 0 without a valid
+    key; a shortcut that returns values.expand(...) gives the values' own memory back)."""
+    g = torch.Generator().manual_seed(410)
+    return [
+        ("queries (2, 1, 4), keys (2, 1, 4), values (2, 1, 3) (one query, one key), "
+         "valid_lens None", *[torch.randn(2, 1, dd, generator=g) for dd in (4, 4, 3)],
+         None, 1e-5),
+        ("queries (2, 3, 4), keys (2, 1, 4), values (2, 1, 3) (one key), valid_lens [1, 0]",
+         *[torch.randn(2, n, dd, generator=g) for n, dd in ((3, 4), (1, 4), (1, 3))],
+         torch.tensor([1, 0]), 1e-5),
     ]
 
 
@@ -753,6 +801,48 @@ def _stale_qkv(out, tensors, valid_lens, earlier, atol, case):
                      "a global).", _EARLIER_QKV_HINT)
 
 
+def _storage(t):
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # a tensor without storage
+        return None
+
+
+def _expect_new_tensor(out, inputs, case):
+    """Fail if the output shares memory with the queries, keys or values (added after
+    red-team round 10: with one key the output is the values' row for every query, and
+    values.expand(...) returns the values' own memory, so out.mul_(2) changes them)."""
+    __tracebackhide__ = True
+    where = _storage(out)
+    for name, t in zip(("queries", "keys", "values"), inputs):
+        if where and where == _storage(t):
+            fail(f"the output shares memory with `{name}` on {case}: it is a view of "
+                 f"{name} ({name}.expand(...), {name}[...] or {name} itself), not a new "
+                 f"tensor, so a caller that changes the output in place (out.mul_(2)) "
+                 f"changes its {name} too.",
+                 "return a new tensor, as torch's functions do: with one key every weight is "
+                 "1 (or 0), and torch.bmm(weights, values) computes that output too (a "
+                 "shortcut needs .clone()).")
+
+
+def _stale_scale(out, q, k, v, valid_lens, earlier, atol, case):
+    """Fail if the scores are divided by sqrt(d) of an earlier call's d (added after red-team
+    round 10: a scale computed at the first call and kept, which d ** 1/2 was blamed for
+    where d/2 happened to equal it)."""
+    __tracebackhide__ = True
+    d = q.shape[-1]
+    for old in dict.fromkeys(t[0].shape[-1] for t in earlier):
+        if old != d and is_close(out, _attend(q, k, v, valid_lens, scale=math.sqrt(old)),
+                                 atol=atol, rtol=1e-3):
+            fail(f"the output is wrong on {case}: the scores are divided by "
+                 f"{math.sqrt(old):.4g} = sqrt({old}), the scale of an earlier call (queries "
+                 f"of size d = {old}), not by sqrt({d}) = {math.sqrt(d):.4g} for this call's "
+                 f"queries: your function keeps the scale from an earlier call (a global, a "
+                 "cache, a default argument).",
+                 "compute d = queries.shape[-1] and math.sqrt(d) in every call, from this "
+                 "call's queries.")
+
+
 def _sdpa_changed_in_place(fn):
     """Call fn twice on the same tensors, changing them in place between the calls (as a
     training step changes a parameter): the second output must be that of the new values."""
@@ -854,8 +944,9 @@ def check_scaled_dot_product_attention(fn):
     """Check `fn(queries, keys, values, valid_lens)` -> softmax(Q K^T / sqrt(d)) V, masked, on
     batches of one, huge and large scores (also without valid_lens), 60 keys, float16,
     float64, as many queries as examples, a batch of two with 6 queries, values of the keys'
-    shape, new tensors of an earlier call's shapes, a second call on the same tensors
-    changed in place, and gradients."""
+    shape, new tensors of an earlier call's shapes, one key (the output a new tensor, not a
+    view of the values), a second call on the same tensors changed in place, and gradients
+    (one key too)."""
     earlier = []  # the (queries, keys, values) of the calls that were right
     for case, q, k, v, valid_lens, atol in _attention_cases():
         given = [q.clone(), k.clone(), v.clone()]
@@ -885,6 +976,7 @@ def check_scaled_dot_product_attention(fn):
         for name, before, after in zip(("queries", "keys", "values"), (q, k, v), given):
             if not torch.equal(before, after):
                 fail(f"scaled_dot_product_attention changed `{name}` in place on {case}.")
+        _expect_new_tensor(out, given, case)
         expect_tensor(out, dtype=q.dtype, what="the output", case=case)
         ref = _attend(q, k, v, valid_lens)
         if is_close(out, ref, atol=atol, rtol=1e-3):
@@ -892,6 +984,7 @@ def check_scaled_dot_product_attention(fn):
             earlier.append((q, k, v))
             continue
         _stale_qkv(out, (q, k, v), valid_lens, earlier, atol, case)
+        _stale_scale(out, q, k, v, valid_lens, earlier, atol, case)
         _diagnose_scale(fn, out, q, k, v, valid_lens, atol, case)
         for kwargs, why in _SDPA_MISTAKES:
             if is_close(out, _attend(q, k, v, valid_lens, **kwargs(k)), atol=atol, rtol=1e-3):
@@ -1000,3 +1093,15 @@ def check_scaled_dot_product_attention(fn):
                          case=f"queries (2, 3, 8), keys (2, 5, 8), values (2, 5, 4), "
                               f"valid_lens {lens.tolist()} (gradients)",
                          describe=describe, nan_hint=_NAN_GRAD_HINT)
+    # Added after red-team round 10: one key (the gradients of the queries and keys are 0,
+    # that of the values sums the outputs' gradients; a shortcut must keep the graph).
+    g = torch.Generator().manual_seed(411)
+    for lens in (None, torch.tensor([[1, 0, 1], [0, 1, 1]])):
+        q, k, v = (torch.randn(2, n, dd, generator=g) for n, dd in ((3, 8), (1, 8), (1, 4)))
+        expect_gradients(lambda a, b, c, lens=lens: fn(a, b, c, lens),
+                         lambda a, b, c, lens=lens: _attend(a, b, c, lens),
+                         [("queries", q), ("keys", k), ("values", v)],
+                         name="scaled_dot_product_attention",
+                         case=f"queries (2, 3, 8), keys (2, 1, 8), values (2, 1, 4) (one key), "
+                              f"valid_lens {None if lens is None else lens.tolist()} "
+                              "(gradients)", nan_hint=_NAN_GRAD_HINT)
