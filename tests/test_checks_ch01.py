@@ -637,3 +637,50 @@ def test_round9_topk_messages_point_at_the_fault(name):
                    *ROUND9_TOPK_MESSAGES[name])
     assert "fill their scores with -inf" not in text
     assert "the k-th best score itself must stay" not in text
+
+
+# -- Round 10 red team (tests/checker_redteam/round10_ch01_*.py): holes and messages ------
+
+ROUND10_SOFTMAX_MESSAGES = {
+    # torch.ones_like for a last axis of size 1: right values, no graph (new gradient case)
+    "W_05_len1_shortcut": ["one key per row", "requires_grad=False",
+                           "no shortcut for a last axis of size 1"],
+    # -inf replaced by -1e9: a row of finite scores below -1e9 gives the masked key weight 1
+    "W_06_neginf_to_minus_1e9": ["[-1e10, -inf, -2e10]",
+                                 "gives weight 1 to a score of -inf", "-1e9"],
+    # softmin(-x) is a softmax of PyTorch: the message names softmin
+    "S_02_softmin_of_negated": ["torch.nn.functional.softmin"],
+}
+
+ROUND10_TOPK_MESSAGES = {
+    # a single key answered with torch.ones: score() never called, weights without a graph
+    "W_18_single_key_shortcut": ["1 key, k=1", "the weights have requires_grad=False",
+                                 "no shortcut for a single key"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND10_SOFTMAX_MESSAGES)
+def test_round10_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round10_ch01_softmax as r10
+
+    rejects(checks.check_softmax, vars(r10)[name], *ROUND10_SOFTMAX_MESSAGES[name])
+
+
+@pytest.mark.parametrize("name", ROUND10_TOPK_MESSAGES)
+def test_round10_topk_messages_point_at_the_fault(name):
+    from checker_redteam import round10_ch01_topk as r10
+
+    rejects(checks.check_topk_attention_pool, vars(r10)[name], *ROUND10_TOPK_MESSAGES[name])
+
+
+def test_round10_single_key_gradient_is_zero_and_exists():
+    """With one key the reference's gradient is exactly 0: a right solution passes the new
+    single-key gradient cases, and a constant without a graph does not."""
+    def softmax(scores):
+        e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+        return e / e.sum(dim=-1, keepdim=True)
+
+    accepts(checks.check_softmax, softmax)
+    x = torch.randn(3, 1, requires_grad=True)
+    softmax(x).sum().backward()
+    assert torch.equal(x.grad, torch.zeros(3, 1))

@@ -406,3 +406,44 @@ def test_round9_lone_key_just_outside_the_window_is_named():
     rejects(checks.check_epanechnikov_pool, window_with_tolerance,
             "query 0's window is empty", "lies just outside query 0's window",
             "|d| < width + 1e-6")
+
+
+# -- Round 10 red team (tests/checker_redteam/round10_ch02_epanechnikov.py) ---------------
+
+ROUND10_MESSAGES = {
+    # clamped at the dtype's eps: float32 lone key at the float just below 1
+    "W_14_clamp_denominator_eps": ["0.99999994", "summing to 0.75", "the dtype's eps"],
+    # a window called non-empty by |u| <= 1: the only key on the edge gives 0/0
+    "W_15_empty_by_any_inside": ["exactly on the edge of query 0's window",
+                                 "K = 3/4 (1 - 1)", "not by |u| <= 1"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND10_MESSAGES)
+def test_round10_messages_point_at_the_fault(name):
+    from checker_redteam import round10_ch02_epanechnikov as r10
+
+    rejects(checks.check_epanechnikov_pool, vars(r10)[name], *ROUND10_MESSAGES[name])
+
+
+def test_round10_key_on_the_edge_gradient_is_checked_on_the_values():
+    """Right solutions differ in the gradient with respect to the queries and keys at
+    |u| = 1 (the kernel's kink: torch.where on |u| <= 1 gives -6.9, a clamp 0, and with
+    total.clamp_min(tiny) inf); only the values' gradient (0) is compared there."""
+    def where_kernel_tiny_guard(queries, keys, values, width=1.0):
+        u = (queries[:, None] - keys[None, :]) / width
+        K = torch.where(u.abs() <= 1, 0.75 * (1 - u ** 2), torch.zeros_like(u))
+        weights = K / K.sum(-1, keepdim=True).clamp_min(torch.finfo(K.dtype).tiny)
+        return weights @ values, weights
+
+    accepts(checks.check_epanechnikov_pool, where_kernel_tiny_guard)
+
+    def nan_only_in_the_backward(queries, keys, values, width=1.0):
+        outputs, weights = reference(queries, keys, values, width)
+        if values.requires_grad and queries.numel() == 1 and float(queries) == 1.0:
+            # 0 * sqrt(0): 0 in the forward, 0 * inf = NaN in the backward
+            return outputs + 0 * (values - values.detach()).sqrt().sum(), weights
+        return outputs, weights
+
+    rejects(checks.check_epanechnikov_pool, nan_only_in_the_backward, "exactly on the edge",
+            "with respect to the values", "contains NaN", "kernel sum is 0")

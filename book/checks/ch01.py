@@ -11,7 +11,8 @@ from ._core import (call, checker, expect_close, expect_gradients, expect_tensor
 
 _SOFTMAXES = [(torch, "softmax"), (torch, "log_softmax"),
               (torch.Tensor, "softmax", "a softmax of PyTorch (torch.Tensor.softmax, which "
-               "torch.nn.functional.softmax and nn.Softmax call)"),
+               "torch.nn.functional.softmax, nn.Softmax, torch.nn.functional.softmin and "
+               "nn.Softmin call)"),
               (torch.Tensor, "log_softmax", "a log_softmax of PyTorch (torch.Tensor."
                "log_softmax, which torch.nn.functional.log_softmax calls)"),
               (torch.special, "softmax"),
@@ -71,7 +72,18 @@ def _softmax_cases():
          torch.randn(3, 2, 4, generator=torch.Generator().manual_seed(13)).transpose(0, 1)),
         *_softmax_cases_round5(),
         *_softmax_cases_round6(),
+        *_softmax_cases_round10(),
     ]
+
+
+def _softmax_cases_round10():
+    """Added after red-team round 10: a -inf next to finite float64 scores far below -1e9
+    (scores of -1e10 are finite), where a stand-in for -inf such as nan_to_num(neginf=-1e9)
+    outranks every real score and takes all the weight."""
+    inf = float("inf")
+    return [("a (1, 3) float64 row [-1e10, -inf, -2e10] (a masked score next to finite "
+             "scores far below -1e9)",
+             torch.tensor([[-1e10, -inf, -2e10]], dtype=torch.float64))]
 
 
 def _softmax_cases_round7():
@@ -252,10 +264,25 @@ def check_softmax(fn):
                          # added after red-team round 9: float64 gradients are held to
                          # float64 accuracy (a backward written in float32 is 1e-8 off)
                          ("a (3, 5) float64 matrix of scores",
-                          2 * torch.randn(3, 5, generator=g, dtype=torch.float64))]:
+                          2 * torch.randn(3, 5, generator=g, dtype=torch.float64)),
+                         # added after red-team round 10: one key per row. Every weight is
+                         # 1 and the gradient is 0, but it must exist: a constant
+                         # (torch.ones_like) has no graph, and backward() raises.
+                         ("a (3, 1) matrix (one key per row: weights 1, gradient 0)",
+                          torch.randn(3, 1, generator=g))]:
         def learner(s):
             with _no_softmax(why):
                 return fn(s)
+        if scores.shape[-1] == 1:   # added after red-team round 10
+            out = call(learner, scores.clone().requires_grad_(True), name="softmax",
+                       case=case)
+            if isinstance(out, torch.Tensor) and not out.requires_grad:
+                fail(f"softmax(scores) has requires_grad=False on {case}, although the "
+                     "scores require grad: with one key per row every weight is 1, but it "
+                     "must still be computed from the scores (a constant such as "
+                     "torch.ones_like(scores) has no graph, and loss.backward() raises).",
+                     "no shortcut for a last axis of size 1: the general formula gives "
+                     "e^x / e^x = 1 there, and autograd gives its gradient, 0.")
         expect_gradients(learner, lambda s: torch.softmax(s, dim=-1), [("scores", scores)],
                          name="softmax", case=case)
     for case, scores in _softmax_cases_round7() + _softmax_cases_round9():
@@ -297,8 +324,9 @@ def _check_softmax_case(fn, case, scores, why):
              f"index {at} on {case}: e^-inf = 0, so a -inf score must get weight "
              "exactly 0.",
              "keep -inf as it is: replacing it with a finite number (nan_to_num, a clamp, "
-             "a fill with -1e4) gives it weight when the row's other scores lie below "
-             "that number. exp(-inf - max) is 0 as long as the row has a finite score.")
+             "a fill with -1e4 or -1e9) gives it weight when the row's other scores lie "
+             "below that number, and finite scores can lie below any such number. "
+             "exp(-inf - max) is 0 as long as the row has a finite score.")
     sums = out.double().sum(dim=-1)
     if not is_close(sums, torch.ones_like(sums), atol=tol["atol"], rtol=0):
         hint = "divide by the sum over dim=-1 (keepdim=True), not by the max and not " \
@@ -410,7 +438,46 @@ def _topk_cases():
         *_topk_cases_round6(),
         *_topk_cases_round7(),
         *_topk_cases_round9(),
+        *_topk_cases_round10(),
     ]
+
+
+def _topk_cases_round10():
+    """Added after red-team round 10: a single key (k=1): every weight is 1 and every
+    output is that key's value (see also _check_topk_single_key_gradients)."""
+    g = torch.Generator().manual_seed(40)
+    return [("3 queries, 1 key, k=1, dot score (a single key)",
+             *[torch.randn(n, d, generator=g) for n, d in ((3, 4), (1, 4), (1, 2))],
+             _dot, 1)]
+
+
+def _check_topk_single_key_gradients(fn):
+    """Added after red-team round 10: one key, with gradients. Every weight is 1 and its
+    gradient 0, but the weights must still come from score(queries, keys): a shortcut that
+    returns torch.ones(num_queries, 1) has no graph, so a loss on the weights cannot be
+    backpropagated (the outputs, ones @ values, still reach the values)."""
+    g = torch.Generator().manual_seed(41)
+    q, kk, v = (torch.randn(n, d, generator=g) for n, d in ((2, 3), (1, 3), (1, 2)))
+    case = ("2 queries, 1 key, k=1, dot score (a single key: weights 1, gradients of "
+            "outputs and weights)")
+    leaves = [t.clone().requires_grad_(True) for t in (q, kk, v)]
+    result = call(fn, *leaves, _dot, 1, name="topk_attention_pool", case=case,
+                  hint_on_error=_fill_hint)
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        for what, tensor in zip(("outputs", "weights"), result):
+            if isinstance(tensor, torch.Tensor) and not tensor.requires_grad:
+                fail(f"the {what} have requires_grad=False on {case}, although the "
+                     "queries, keys and values require grad: with a single key every "
+                     "weight is 1, but the weights must still be computed from "
+                     "score(queries, keys) (a constant such as torch.ones(num_queries, 1) "
+                     "has no graph, and backward() through it raises).",
+                     "no shortcut for a single key: the general computation (score, mask "
+                     "below the k-th best, softmax) gives weight 1 there, and autograd its "
+                     "gradient, 0.")
+    expect_gradients(lambda a, b, c: fn(a, b, c, _dot, 1),
+                     lambda a, b, c: _topk_reference(a, b, c, _dot, 1),
+                     [("queries", q), ("keys", kk), ("values", v)],
+                     name="topk_attention_pool", case=case)
 
 
 def _topk_cases_round5():
@@ -723,6 +790,7 @@ def check_topk_attention_pool(fn):
                      name="topk_attention_pool",
                      case="3 queries, 7 keys, k=3, asymmetric score (gradients of outputs "
                           "and weights)")
+    _check_topk_single_key_gradients(fn)
 
 
 def _check_topk_repeat_calls(fn):

@@ -57,7 +57,47 @@ def _epanechnikov_cases():
         *_epanechnikov_cases_round7(),
         *_epanechnikov_cases_round8(),
         *_epanechnikov_cases_round9(),
+        *_epanechnikov_cases_round10(),
     ]
+
+
+def _edge_case():
+    """Added after red-team round 10 (float32): query 1 whose only key in reach, 0.5, sits
+    exactly on the window's edge (width 0.5, u = 1, K = 0): the window is empty although
+    |u| <= 1 holds."""
+    return ("query 1.0 with keys 0.5 and 3.0, width 0.5 (key 0 sits exactly on the edge "
+            "of the window, u = 1, where K = 0: the window is empty)",
+            torch.tensor([1.0]), torch.tensor([0.5, 3.0]), torch.tensor([2.0, -1.0]), 0.5)
+
+
+def _epanechnikov_cases_round10():
+    """Added after red-team round 10: a float32 window whose only key sits at the float
+    just below 1 (K about 8.9e-8), under a floor on the sum at torch.finfo(float32).eps;
+    and a key exactly on the window's edge (_edge_case), where a window called non-empty
+    because |u| <= 1 divides 0 by 0. (A float64 floor at 1e-12 is what F.normalize(K, p=1)
+    does, accepted in round 8: no case puts a window's whole kernel sum below 1e-12.)"""
+    below_one = torch.nextafter(torch.tensor(1.0), torch.tensor(0.0))   # 1 - 2^-24
+    return [("query 0 with keys 0.99999994 (the float32 just below 1) and 3, width 1 (the "
+             "only key in the window has K(u) about 8.9e-8, below float32's eps)",
+             torch.tensor([0.0]), torch.stack([below_one, torch.tensor(3.0)]),
+             torch.tensor([2.0, 5.0]), 1.0),
+            _edge_case()]
+
+
+def _check_gradients_key_on_the_edge(fn):
+    """Added after red-team round 10: the gradient on _edge_case, with respect to the
+    values (the weights are 0, so it is 0). The kernel has a kink at |u| = 1, so right
+    solutions differ there in the gradients with respect to the queries and keys; the
+    values' gradient is NaN only where the weights are."""
+    case, queries, keys, values, width = _edge_case()
+    expect_gradients(lambda v: fn(queries, keys, v, width),
+                     lambda v: _epanechnikov_reference(queries, keys, v, width),
+                     [("values", values)], name="epanechnikov_pool",
+                     case=case + " (gradient of the outputs with respect to the values)",
+                     nan_hint="a window is empty when its kernel sum is 0, also when "
+                              "some key has |u| <= 1: a key exactly on the edge has K = 0. "
+                              f"Guard the division by the sum itself, K / {_TINY} or K / "
+                              "torch.where(total > 0, total, 1), not by a test on u.")
 
 
 def _epanechnikov_cases_round9():
@@ -218,10 +258,19 @@ def check_epanechnikov_pool(fn):
         if isinstance(weights, torch.Tensor) and weights.is_floating_point() \
                 and tuple(weights.shape) == (n_q, n_k) and torch.isnan(weights).any():
             rows = torch.isnan(weights).any(dim=-1)
+            hint = _EMPTY_HINT if bool(empty[rows].all()) else \
+                "NaN came from a query whose window holds keys: look for 0/0 or inf - inf."
+            u = (queries.double()[:, None] - keys.double()[None, :]) / width
+            edge = (u.abs() == 1) & empty[:, None] & rows[:, None]
+            if edge.any():   # added after red-team round 10
+                i, j = (int(t) for t in edge.nonzero()[0])
+                hint = (f"key {j} sits exactly on the edge of query {i}'s window "
+                        f"({_describe(queries, keys, width, i, j)}), where K = 3/4 (1 - 1) "
+                        "= 0: the window is empty (kernel sum 0) although |u| <= 1 holds "
+                        "for that key. Decide by the sum, not by |u| <= 1: divide by "
+                        f"{_TINY}, or by torch.where(total > 0, total, 1).")
             fail(f"the weights contain NaN on {case}, for the queries "
-                 f"{queries[rows].tolist()}.",
-                 _EMPTY_HINT if bool(empty[rows].all()) else
-                 "NaN came from a query whose window holds keys: look for 0/0 or inf - inf.")
+                 f"{queries[rows].tolist()}.", hint)
         if divisions.seen and isinstance(outputs, torch.Tensor) \
                 and outputs.is_floating_point() and bool(torch.isnan(outputs).any()):
             rows = torch.isnan(outputs.reshape(len(outputs), -1)).any(dim=-1) \
@@ -330,7 +379,8 @@ def check_epanechnikov_pool(fn):
                     "1e-6)), or clamping the sum at one (total.clamp_min(1e-6)), is wrong "
                     "when every K in a window is small, e.g. a key at the window's edge. "
                     f"Only an empty window needs a guard: {_TINY} (the smallest positive "
-                    "number of the dtype, not 1e-6), or torch.where(total > 0, total, 1).")
+                    "number of the dtype, not 1e-6 or the dtype's eps), or "
+                    "torch.where(total > 0, total, 1).")
             if sums[i] == 0:   # added after red-team round 8
                 j = int(ref_weights[i].argmax())
                 u_ij, digits = (float(queries[i]) - float(keys[j])) / width, 7
@@ -384,6 +434,7 @@ def check_epanechnikov_pool(fn):
     _check_gradients_where_a_query_is_a_key(fn)
     _check_after_in_place_change(fn)
     _check_gradients_every_window_empty(fn)
+    _check_gradients_key_on_the_edge(fn)
 
 
 def _check_after_in_place_change(fn):
