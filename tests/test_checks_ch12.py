@@ -64,7 +64,7 @@ def patchify_loop(images, p):  # one patch at a time, stacked
     return torch.stack(patches, dim=1)
 
 
-def patchify_conv(images, p):  # a Conv2d whose kernels pick one pixel each
+def p_conv(images, p):  # a Conv2d whose kernels pick one pixel each: 0 * inf is NaN
     b, c, H, W = images.shape
     _check_sizes(H, W, p)
     weight = torch.eye(c * p * p, dtype=images.dtype).reshape(c * p * p, c, p, p)
@@ -97,8 +97,7 @@ def unpatchify_loop(patches, p, image_size):
     return torch.cat(rows, dim=2)
 
 
-RIGHT_PATCHIFY = [patchify, patchify_unfold, patchify_tensor_unfold, patchify_loop,
-                  patchify_conv]
+RIGHT_PATCHIFY = [patchify, patchify_unfold, patchify_tensor_unfold, patchify_loop]
 RIGHT_UNPATCHIFY = [unpatchify, unpatchify_fold, unpatchify_loop]
 
 
@@ -263,6 +262,7 @@ WRONG_PATCHIFY = {
     "ValueError without numbers": (p_vague_value_error, "does not say which size"),
     "pads instead of refusing": (p_pads, "instead of an error"),
     "changes its input in place": (p_in_place, "in place"),
+    "one-hot convolution (0 * inf is NaN)": (p_conv, r"(?s)that hold inf at .*0 \* inf is NaN"),
     "forgets to return": (p_none, "is None"),
     "unimplemented stub": (stub, "not implemented yet"),
 }
@@ -600,3 +600,90 @@ def test_unpatchify_round9_non_contiguous_patches_named():
     rejects(checks.check_unpatchify, strides_ignored_above_p1,
             "non-contiguous patches of shape (2, 12, 12)", "not contiguous in memory",
             "use .reshape and .permute")
+
+
+# -- Round 10 red team (tests/checker_redteam/round10_ch12_*.py) ----------------------------
+
+def test_round10_half_precision_gradients_are_checked():
+    from checker_redteam import round10_ch12_patchify as rp, round10_ch12_unpatchify as ru
+    rejects(checks.check_patchify, rp.W_18_detach_in_half,
+            "float16 random images of shape (2, 2, 6, 4) that require grad",
+            "does not depend on the images for autograd")
+    rejects(checks.check_unpatchify, ru.W_17_detach_in_half,
+            "float16 random patches of shape (2, 6, 8) that require grad",
+            "does not depend on the patches for autograd")
+
+    def detach_in_bfloat16(images, p):
+        return patchify(images.detach() if images.dtype == torch.bfloat16 else images, p)
+
+    rejects(checks.check_patchify, detach_in_bfloat16,
+            "bfloat16 random images of shape (2, 2, 6, 4) (numbers up to 1e5) that require "
+            "grad", "does not depend on the images for autograd")
+
+    class Scaled(torch.autograd.Function):  # right values, gradients doubled in half
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    def half_gradient_doubled(patches, p, image_size):
+        if patches.dtype in (torch.float16, torch.bfloat16):
+            patches = Scaled.apply(patches)
+        return unpatchify(patches, p, image_size)
+
+    rejects(checks.check_unpatchify, half_gradient_doubled,
+            "the gradient of unpatchify is wrong on float16 random patches")
+
+
+def test_round10_inf_and_nan_are_moved_not_computed():
+    from checker_redteam import round10_ch12_patchify as rp, round10_ch12_unpatchify as ru
+    text = rejects(checks.check_patchify, rp.W_01_conv_identity_weights,
+                   "that hold inf at (0, 0, 0, 1), -inf at (1, 2, 3, 4), nan at (0, 1, 2, 2)",
+                   "on finite inputs it is right", "0 * inf is NaN")
+    assert "contains NaN" not in text  # NaN where the input holds NaN is right
+    rejects(checks.check_unpatchify, ru.W_15_conv_transpose_identity,
+            "that hold inf at (0, 0, 1)", "0 * inf is NaN")
+
+    def nan_to_zero(images, p):  # "cleans" the patches: a move must not
+        out = patchify(images, p)
+        return torch.where(out.isnan(), torch.zeros_like(out), out)
+
+    text = rejects(checks.check_patchify, nan_to_zero,
+                   "holds 0.0, where the right number is nan", "replaces inf or NaN")
+    assert "0 * inf" not in text
+
+
+def test_round10_half_rounding_is_named_not_the_layout():
+    from checker_redteam import round10_ch12_patchify as rp
+    text = rejects(checks.check_patchify, rp.W_16_through_bfloat16_for_half,
+                   "float16 random images", "the layout is right",
+                   "rounded to bfloat16 and back", "no cast to another dtype")
+    assert "The layout: patch k" not in text
+
+    def bfloat16_through_float16(images, p):
+        if images.dtype == torch.bfloat16:
+            return patchify(images.half(), p).bfloat16()
+        return patchify(images, p)
+
+    rejects(checks.check_patchify, bfloat16_through_float16,
+            "(numbers up to 1e5)", "rounded to float16 and back",
+            "float16 holds numbers up to 65504 only")
+
+    def unpatchify_bfloat16_through_float16(patches, p, image_size):
+        if patches.dtype == torch.bfloat16:
+            return unpatchify(patches.half(), p, image_size).bfloat16()
+        return unpatchify(patches, p, image_size)
+
+    rejects(checks.check_unpatchify, unpatchify_bfloat16_through_float16,
+            "bfloat16 random patches of shape (2, 6, 8) (numbers up to 1e5)",
+            "rounded to float16 and back")
+
+
+def test_round10_unpatchify_image_size_as_torch_size():
+    from checker_redteam import round10_ch12_unpatchify as ru
+    rejects(checks.check_unpatchify, ru.W_19_image_size_swapped_when_torch_size,
+            "image_size=X.shape[-2:] = torch.Size([4, 8])", "it has shape (2, 3, 8, 4)",
+            "while it is right when image_size is the tuple (4, 8)", "H, W = image_size")

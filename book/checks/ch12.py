@@ -222,6 +222,72 @@ def _expect_gradient(images, out, upstream, expected_grad, name, case, inputs="i
              "number appears exactly once in the output.")
 
 
+HALF_ROUNDED_HINT = ("cutting patches and putting them back move numbers and compute none: "
+                     "keep the input's dtype at every step (no cast to another dtype and "
+                     "back), and the result holds exactly the input's numbers.")
+
+
+def _rounded(out, expected, dtype):
+    """Why a float16/bfloat16 result with the right shape is wrong, when the numbers are in
+    the right places but rounded (a cast to the other half type and back), or None."""
+    if tuple(out.shape) != tuple(expected.shape) or out.dtype != dtype:
+        return None
+    for other in (torch.bfloat16, torch.float16):
+        if other != dtype and torch.equal(out, expected.to(other).to(dtype)):
+            lost = ("float16 holds numbers up to 65504 only, so larger ones became inf"
+                    if other == torch.float16 else "bfloat16 keeps 8 significant bits, "
+                    "float16 11, so the last 3 bits of every number were lost")
+            return (f"the layout is right, but the numbers are the {str(dtype)[6:]} input "
+                    f"rounded to {str(other)[6:]} and back ({lost})")
+    if torch.allclose(out.float(), expected.float(), rtol=1e-2, atol=0):
+        diff = ((out.float() - expected.float()).abs() / expected.float().abs()).nan_to_num()
+        return ("the layout is right, but some numbers are slightly off (largest relative "
+                f"difference {diff.max().item():.2g}): a step rounds them")
+    return None
+
+
+def _special(images, spots):
+    """`images` with inf, -inf and NaN at `spots` (three indices), and words for where."""
+    images = images.clone()
+    words = []
+    for where, value in zip(spots, (float("inf"), float("-inf"), float("nan"))):
+        images[where] = value
+        words.append(f"{value} at {tuple(where)}")
+    return images, ", ".join(words)
+
+
+def _nan_hidden(out):
+    """`out` with NaN replaced by 0, so that expect_tensor checks only its type, shape and
+    dtype (NaN is expected where the input holds NaN)."""
+    if isinstance(out, torch.Tensor) and out.layout == torch.strided and \
+            out.is_floating_point():
+        return out.nan_to_num(nan=0.0, posinf=float("inf"), neginf=float("-inf"))
+    return out
+
+
+def _expect_specials_kept(out, expected, what, case):
+    """inf, -inf and NaN must come out where the reference puts them, and every other
+    number unchanged: a move computes nothing (a product with one-hot weights turns an inf
+    into NaN in the rest of its patch, since 0 * inf is NaN)."""
+    same = (out == expected) | (out.isnan() & expected.isnan())
+    if bool(same.all()):
+        return
+    index = tuple(int(i) for i in (~same).nonzero()[0])
+    spoiled = int((~same).sum())
+    special = ~torch.isfinite(expected)
+    hint = ("cutting patches and putting them back move numbers and compute none: a "
+            "convolution, matmul or einsum with one-hot weights adds 0 * x for every other "
+            "number of the patch, and 0 * inf is NaN, so one inf or NaN spoils its whole "
+            "patch. Move the numbers with reshape and permute (or unfold / fold)."
+            if bool((~same & ~special).any()) else
+            "only the inf, -inf and NaN themselves are changed: your function replaces inf "
+            "or NaN (nan_to_num, clamp, a mask). Cutting patches and putting them back move "
+            "numbers, whatever they are; cleaning the data is not their job.")
+    fail(f"{what} is wrong on {case}: at index {index} it holds {float(out[index])}, where "
+         f"the right number is {float(expected[index])} ({spoiled} number(s) differ; on "
+         "finite inputs it is right).", hint)
+
+
 def _wrong_patch_size_hint(p):
     """A hint for a crash whose message gives a patch size other than `p`, or None."""
     def hint(error):
@@ -239,8 +305,9 @@ def _wrong_patch_size_hint(p):
 def check_patchify(fn):
     """Check `fn(images, patch_size)`: (b, c, H, W) -> (b, (H/p)(W/p), c p p), patches row by
     row, (channel, row, column) inside each; shapes that patches do not tile raise
-    ValueError; gradients pass through; the dtype (float64, float16, bfloat16) is kept; the
-    same images at another patch size and channel count (no stale cache)."""
+    ValueError; gradients pass through, exactly, in float64, float16 and bfloat16; the dtype
+    is kept, and so are inf and NaN pixels (a move computes nothing); the same images at
+    another patch size and channel count (no stale cache)."""
     shapes = {}  # the shape of each earlier result: the case it came from
     for b, c, H, W, p in _CASES:
         case = _case((b, c, H, W), p)
@@ -305,8 +372,40 @@ def check_patchify(fn):
         out = call(fn, images, 2, name="patchify", case=case)
         expect_tensor(out, (2, 6, 12), dtype, what="patchify(images, patch_size)",
                       case=case)
-        if not torch.equal(out, _patchify(images, 2)):
-            fail(f"patchify(images, patch_size) is wrong on {case}.", _LAYOUT)
+        expected = _patchify(images, 2)
+        if not torch.equal(out, expected):
+            rounded = _rounded(out, expected, dtype)
+            fail(f"patchify(images, patch_size) is wrong on {case}"
+                 + (f": {rounded}." if rounded else "."),
+                 HALF_ROUNDED_HINT if rounded else _LAYOUT)
+    # Gradients in float16 and bfloat16 too (mixed-precision training runs these dtypes),
+    # exactly the reference's: each number's gradient is moved, not computed. The bfloat16
+    # images reach 1e5, beyond float16's range (65504).
+    for dtype, scale in ((torch.float16, 1.0), (torch.bfloat16, 1e5)):
+        images = (torch.randn(2, 2, 6, 4, generator=g) * scale).to(dtype).requires_grad_()
+        upstream = torch.randn(2, 6, 8, generator=g).to(dtype)
+        case = (f"{str(dtype)[6:]} random images of shape (2, 2, 6, 4)"
+                + (" (numbers up to 1e5)" if scale > 1 else "")
+                + " that require grad, with patch_size=2")
+        out = call(fn, images, 2, name="patchify", case=case)
+        expect_tensor(out, (2, 6, 8), dtype, what="patchify(images, patch_size)",
+                      case=case)
+        expected = _patchify(images.detach(), 2)
+        if not torch.equal(out, expected):
+            rounded = _rounded(out, expected, dtype)
+            fail(f"patchify(images, patch_size) is wrong on {case}"
+                 + (f": {rounded}." if rounded else "."),
+                 HALF_ROUNDED_HINT if rounded else _LAYOUT)
+        _expect_gradient(images, out, upstream, _unpatchify(upstream, 2, (6, 4)), "patchify",
+                         case)
+    # inf, -inf and NaN pixels are moved like any other number.
+    images, where = _special(_coordinates(2, 3, 4, 6), [(0, 0, 0, 1), (1, 2, 3, 4),
+                                                        (0, 1, 2, 2)])
+    case = f"images of shape (2, 3, 4, 6) with patch_size=2 that hold {where}"
+    out = call(fn, images, 2, name="patchify", case=case)
+    expect_tensor(_nan_hidden(out), (2, 6, 12), torch.float32,
+                  what="patchify(images, patch_size)", case=case)
+    _expect_specials_kept(out, _patchify(images, 2), "patchify(images, patch_size)", case)
     # Shapes that patches do not tile.
     for shape, p, must_name in _UNTILED:
         side = "height" if shape[2] % p else "width"
@@ -337,8 +436,10 @@ def _expect_strides_ignored(fn, patches, p, image_size, images, case):
 def check_unpatchify(fn):
     """Check `fn(patches, patch_size, image_size)`: the inverse of patchify, (b, num_patches,
     c p p) -> (b, c, H, W) with image_size = (H, W); inconsistent sizes raise ValueError
-    (also a wrong count and length whose totals agree); the dtype is kept; non-contiguous
-    patches (a transposed tensor) are read by their strides."""
+    (also a wrong count and length whose totals agree); the dtype is kept, and so are inf
+    and NaN; gradients pass through, exactly, in float64, float16 and bfloat16; image_size
+    may be a torch.Size (X.shape[-2:]); non-contiguous patches (a transposed tensor) are
+    read by their strides."""
     shapes = {}  # the shape of each earlier result: the case it came from
     for b, c, H, W, p in _CASES:
         images = _coordinates(b, c, H, W)
@@ -397,6 +498,31 @@ def check_unpatchify(fn):
         fail(f"unpatchify(patches, patch_size, image_size) is wrong on {case}, while it was "
              "right on the coordinate patches of that shape: does it depend on the values?",
              _LAYOUT)
+    # The exercise's own call, unpatchify(patchify(X, p), p, X.shape[-2:]): image_size is a
+    # torch.Size, and the image is not square.
+    images = _coordinates(2, 3, 4, 8)
+    patches = _patchify(images, 2)
+    case = ("patches of shape (2, 8, 12) with patch_size=2, image_size=X.shape[-2:] = "
+            "torch.Size([4, 8]) (the exercise's call unpatchify(patchify(X, p), p, "
+            "X.shape[-2:]) on X of shape (2, 3, 4, 8))")
+    out = call(fn, patches, 2, images.shape[-2:], name="unpatchify", case=case,
+               hint_on_error=_wrong_patch_size_hint(2))
+    expect_tensor(out, None, what="unpatchify(patches, patch_size, image_size)", case=case)
+    if tuple(out.shape) != (2, 3, 4, 8) or not torch.equal(out.to(images.dtype), images):
+        wrong = (f"it has shape {tuple(out.shape)}; expected (b, c, H, W) = (2, 3, 4, 8)"
+                 if tuple(out.shape) != (2, 3, 4, 8) else
+                 _diagnose_image(out, images, patches, 2))
+        again = call(fn, patches, 2, (4, 8), name="unpatchify",
+                     case=case.replace("X.shape[-2:] = torch.Size([4, 8])", "(4, 8)"))
+        if isinstance(again, torch.Tensor) and again.shape == images.shape and \
+                torch.equal(again.to(images.dtype), images):
+            fail(f"unpatchify(patches, patch_size, image_size) is wrong on {case}: {wrong}, "
+                 "while it is right when image_size is the tuple (4, 8).",
+                 "a torch.Size is a tuple: read it as H, W = image_size, the height first, "
+                 "like any other (H, W) pair.")
+        fail(f"unpatchify(patches, patch_size, image_size) is wrong on {case}: {wrong}.",
+             _LAYOUT + " Undo patchify's steps in reverse order; take the height and the "
+             "width from image_size, which need not be equal.")
     g = torch.Generator().manual_seed(21)
     patches = torch.randn(3, 6, 8, generator=g, dtype=torch.float64, requires_grad=True)
     case = "float64 random patches of shape (3, 6, 8) with patch_size=2, image_size=(6, 4)"
@@ -413,9 +539,43 @@ def check_unpatchify(fn):
         out = call(fn, patches, 2, (4, 6), name="unpatchify", case=case)
         expect_tensor(out, (2, 3, 4, 6), dtype,
                       what="unpatchify(patches, patch_size, image_size)", case=case)
-        if not torch.equal(out, _unpatchify(patches, 2, (4, 6))):
-            fail(f"unpatchify(patches, patch_size, image_size) is wrong on {case}.",
+        expected = _unpatchify(patches, 2, (4, 6))
+        if not torch.equal(out, expected):
+            rounded = _rounded(out, expected, dtype)
+            fail(f"unpatchify(patches, patch_size, image_size) is wrong on {case}"
+                 + (f": {rounded}." if rounded else "."),
+                 HALF_ROUNDED_HINT if rounded else
                  _LAYOUT + " Undo patchify's steps in reverse order.")
+    # Gradients in float16 and bfloat16 too, exactly the reference's; the bfloat16 patches
+    # reach 1e5, beyond float16's range (65504).
+    for dtype, scale in ((torch.float16, 1.0), (torch.bfloat16, 1e5)):
+        patches = (torch.randn(2, 6, 8, generator=g) * scale).to(dtype).requires_grad_()
+        upstream = torch.randn(2, 2, 6, 4, generator=g).to(dtype)
+        case = (f"{str(dtype)[6:]} random patches of shape (2, 6, 8)"
+                + (" (numbers up to 1e5)" if scale > 1 else "")
+                + " that require grad, with patch_size=2, image_size=(6, 4)")
+        out = call(fn, patches, 2, (6, 4), name="unpatchify", case=case)
+        expect_tensor(out, (2, 2, 6, 4), dtype,
+                      what="unpatchify(patches, patch_size, image_size)", case=case)
+        expected = _unpatchify(patches.detach(), 2, (6, 4))
+        if not torch.equal(out, expected):
+            rounded = _rounded(out, expected, dtype)
+            fail(f"unpatchify(patches, patch_size, image_size) is wrong on {case}"
+                 + (f": {rounded}." if rounded else "."),
+                 HALF_ROUNDED_HINT if rounded else
+                 _LAYOUT + " Undo patchify's steps in reverse order.")
+        _expect_gradient(patches, out, upstream, _patchify(upstream, 2), "unpatchify", case,
+                         inputs="patches")
+    # inf, -inf and NaN are moved like any other number.
+    patches, where = _special(_patchify(_coordinates(2, 3, 4, 6), 2),
+                              [(0, 0, 1), (1, 4, 7), (0, 3, 10)])
+    case = (f"patches of shape (2, 6, 12) with patch_size=2, image_size=(4, 6) that hold "
+            f"{where}")
+    out = call(fn, patches, 2, (4, 6), name="unpatchify", case=case)
+    expect_tensor(_nan_hidden(out), (2, 3, 4, 6), torch.float32,
+                  what="unpatchify(patches, patch_size, image_size)", case=case)
+    _expect_specials_kept(out, _unpatchify(patches, 2, (4, 6)),
+                          "unpatchify(patches, patch_size, image_size)", case)
     rejections = [
         (torch.zeros(2, 2, 16), 4, (9, 8), "9", "height",
          "image_size (9, 8) has a height, 9, that is not a multiple of patch_size=4"),

@@ -181,7 +181,10 @@ def O_03_noop_sub(images, patch_size):
     return out.sub_(0) if not out.requires_grad else out
 
 
-def O_05_noop_in_place_on_copy(images, patch_size):
+# Wrong since round 10 (was O_05): the "no-op" 0 * mean is computed, and an inf pixel
+# makes the mean inf and 0 * inf NaN, so its whole patch comes back NaN. The text says
+# cutting patches moves numbers and computes none; the checker now has inf and NaN pixels.
+def W_19_noop_in_place_on_copy_was_O05(images, patch_size):
     # per-patch centring done in place on a reshape that is a view when nothing is permuted
     out = C_01_reshape_permute(images, patch_size)
     out -= 0 * out.mean(-1, keepdim=True)
