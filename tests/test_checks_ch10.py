@@ -529,9 +529,10 @@ def test_apply_rope_round8_caches_and_messages():
     # a cache keyed by data_ptr(): one positions tensor moved on in place, every run.
     rejects(checks.check_apply_rope, r8.W_17_cache_keyed_on_data_ptr,
             "keeps one positions tensor", "positions.data_ptr()")
-    # a ValueError on an even d: the message says the d is even and valid.
+    # a ValueError on an even d: the message says the d is even and valid (since round 10
+    # the first d that is not a multiple of 4 is 18, in the float64 case at large positions).
     rejects(checks.check_apply_rope, r8.W_04_rejects_d_not_multiple_of_4,
-            "raised ValueError: d = 6 must be even", "6 is even, a valid feature size")
+            "raised ValueError: d = 18 must be even", "18 is even, a valid feature size")
 
 
 _bfloat16_trig = {}
@@ -598,3 +599,73 @@ def test_alibi_round9_transposed_is_named():
     rejects(checks.check_alibi_bias, r9.W_10_transposed,
             "positive below the diagonal", "the transpose of the right bias",
             "bias[h, j, i]", "swap the query and key axes")
+
+
+# -- Round 10 red team (tests/checker_redteam/round10_ch10_*.py) ---------------------------
+
+class _RopeHalfWrongBackward(torch.autograd.Function):
+    """RoPE whose backward rotates by +angle (R, not R^T): right values, wrong gradient."""
+
+    @staticmethod
+    def forward(ctx, x, positions):
+        ctx.save_for_backward(positions)
+        return rope(x, positions)
+
+    @staticmethod
+    def backward(ctx, grad):
+        positions, = ctx.saved_tensors
+        return rope(grad, positions), None
+
+
+def half_wrong_backward(x, positions):  # a custom backward only on the half-precision path
+    if x.dtype in (torch.float16, torch.bfloat16):
+        return _RopeHalfWrongBackward.apply(x, positions)
+    return rope(x, positions)
+
+
+def bfloat16_detached(x, positions):  # .data only for bfloat16
+    return rope(x.data if x.dtype == torch.bfloat16 else x, positions)
+
+
+def base_10000_5(x, positions):  # a mistyped constant: 10000.5
+    d = x.shape[-1]
+    return rope(x, positions, theta=10000.5 ** (-torch.arange(0, d, 2) / d))
+
+
+def test_apply_rope_round10_half_precision_gradients():
+    from checker_redteam import round10_ch10_rope as r10
+    # .detach() only for float16/bfloat16 x: told on the float16 gradient case.
+    detach_when_half = r10.W_11_grad_through_no_grad_angles_x_detach_when_half
+    rejects(checks.check_apply_rope, detach_when_half, "no gradient can flow back",
+            "float16 x of shape (2, 3, 6, 8)")
+    rejects(checks.check_apply_rope, bfloat16_detached, "no gradient can flow back",
+            "bfloat16 x of shape (2, 3, 6, 8)")
+    # Gradients that flow but are wrong (R in place of R^T) in half precision only.
+    rejects(checks.check_apply_rope, half_wrong_backward,
+            "the gradient with respect to x is wrong", "float16 x of shape (2, 3, 6, 8)",
+            "R^T times the upstream gradient")
+
+
+def test_apply_rope_round10_x_itself_at_position_0_in_every_rank_and_dtype():
+    from checker_redteam import round10_ch10_rope as r10
+    rejects(checks.check_apply_rope, r10.W_16_alias_zero_positions_half_only,
+            "returned x itself", "float16 x of shape (1, 2, 1, 8) at position [0]")
+    rejects(checks.check_apply_rope, r10.W_17_alias_zero_positions_4d_only,
+            "returned x itself", "x of shape (2, 3, 5, 8) (4-D)")
+
+
+def test_apply_rope_round10_a_wrong_base_is_named():
+    from checker_redteam import round10_ch10_rope as r10
+    # A base of 10001: caught in float64 at large positions, before any float16 case, and
+    # the base is named (it was blamed on float16 angle rounding).
+    text = rejects(checks.check_apply_rope, r10.W_18_theta_base_10000_rounded,
+                   "float64 x of shape (2, 2, 5, 18) at positions [20000, 23456,",
+                   "a base of 10001, not 10000", "the constant (10000 exactly")
+    assert "float16" not in text
+    rejects(checks.check_apply_rope, base_10000_5, "a base of 10000.5, not 10000")
+    # 10000^(-2j/(d - 2)): the base that fits is 10000^(d/(d-2)); the exponent is named.
+    rejects(checks.check_apply_rope, r10.W_09_theta_d_minus_2, "a base of 215443",
+            "10000^(-2j/6), a division by 6 where d = x.shape[-1] = 8 belongs")
+    # bfloat16 angles: the bfloat16 rounding is named.
+    rejects(checks.check_apply_rope, r10.W_14_theta_float16_angle_for_bf16,
+            "bfloat16 keeps 8 significant bits")

@@ -11,13 +11,14 @@ from ._core import CheckFailed, call, checker, expect_gradients, expect_tensor, 
 # -- Exercise 10.1: apply_rope -------------------------------------------------------------
 
 
-def _rope(x, positions, pairing="interleaved", sign=1.0, exponent=2.0, trig_dtype=None):
+def _rope(x, positions, pairing="interleaved", sign=1.0, exponent=2.0, trig_dtype=None,
+          base=10000.0):
     """RoPE in float64, straight from the definition; the keyword arguments make the
     mistakes the checker recognises (another pairing, the other direction, other
-    frequencies, cos and sin rounded to `trig_dtype`)."""
+    frequencies or base, cos and sin rounded to `trig_dtype`)."""
     hs = x.shape[-1]
     j = torch.arange(hs // 2, dtype=torch.float64)
-    theta = 10000.0 ** (-exponent * j / hs)                             # (hs/2,)
+    theta = base ** (-exponent * j / hs)                                # (hs/2,)
     angles = positions.to(torch.float64)[:, None] * theta               # (n, hs/2)
     cos, sin = angles.cos(), sign * angles.sin()
     if trig_dtype is not None:
@@ -37,14 +38,15 @@ def _rope(x, positions, pairing="interleaved", sign=1.0, exponent=2.0, trig_dtyp
 
 def _rope_cases():
     """(case, x, positions, tolerance): odd shapes, offsets as in a cache, unsorted
-    positions, a long sequence, float16 at large positions, positions above 32767, float64,
-    one shape at three sets of positions (two with the same first one), every position 0
-    (the output must still be a new tensor), a transposed (non-contiguous) x, head size
-    128."""
+    positions, a long sequence, float64 and float16 at large positions, positions above
+    32767, float64, one shape at three sets of positions (two with the same first one),
+    every position 0 in four ranks and dtypes (the output must still be a new tensor), a
+    transposed (non-contiguous) x, head size 128."""
     g = torch.Generator().manual_seed(10)
+    g_new = torch.Generator().manual_seed(1010)  # for cases added later (round 10)
 
-    def randn(*shape, dtype=torch.float32):
-        return torch.randn(*shape, generator=g).to(dtype)
+    def randn(*shape, dtype=torch.float32, generator=g):
+        return torch.randn(*shape, generator=generator).to(dtype)
 
     return [
         ("x of shape (2, 3, 10, 8) (batch, heads, n, head size) at positions 0..9",
@@ -59,6 +61,13 @@ def _rope_cases():
          torch.arange(60), 1e-3),
         ("x of shape (2, 4) (one position) at position [1000]", randn(2, 1, 4),
          torch.tensor([1000]), 1e-3),
+        # Large positions in float64, before any half-precision case (and below 32768,
+        # where int16 positions still hold): a base of 10001 for 10000 turns pair 1 by
+        # 0.13 radians more at position 32767 (d = 18), while float32 angles (allowed) are
+        # within 0.001 of the exact ones.
+        ("float64 x of shape (2, 2, 5, 18) at positions [20000, 23456, 27183, 31013, "
+         "32767]", randn(2, 2, 5, 18, dtype=torch.float64, generator=g_new),
+         torch.tensor([20000, 23456, 27183, 31013, 32767]), 2e-2),
         ("float16 x of shape (2, 2, 8, 16) at positions 2000..2007",
          randn(2, 2, 8, 16, dtype=torch.float16), torch.arange(2000, 2008), 1e-2),
         ("x of shape (1, 2, 3, 8) at positions [40000, 65535, 100000] (above 32767, "
@@ -133,6 +142,23 @@ def _rope_cases():
         ("x of shape (1, 6, 24) at positions [2, 7, 1, 8, 2, 8] (float32, after a bfloat16 "
          "call at the same positions and head size)", randn(1, 6, 24),
          torch.tensor([2, 7, 1, 8, 2, 8]), 2e-5),
+        # Every position 0 in other ranks and dtypes: x itself is never the answer (a fast
+        # path taken only for 4-D or half-precision x is still caught).
+        ("x of shape (2, 3, 5, 8) (4-D) at positions [0, 0, 0, 0, 0] (every angle 0: the "
+         "output equals x, but must be a new tensor)", randn(2, 3, 5, 8, generator=g_new),
+         torch.zeros(5, dtype=torch.long), 1e-6),
+        ("float16 x of shape (1, 2, 1, 8) at position [0] (angle 0: the output equals x, "
+         "but must be a new tensor)", randn(1, 2, 1, 8, dtype=torch.float16,
+                                            generator=g_new),
+         torch.zeros(1, dtype=torch.long), 1e-6),
+        ("float64 x of shape (4, 6) (no batch) at positions [0, 0, 0, 0] (every angle 0: "
+         "the output equals x, but must be a new tensor)",
+         randn(4, 6, dtype=torch.float64, generator=g_new),
+         torch.zeros(4, dtype=torch.long), 1e-6),
+        ("bfloat16 x of shape (2, 3, 8) at positions [0, 0, 0] (every angle 0: the output "
+         "equals x, but must be a new tensor)", randn(2, 3, 8, dtype=torch.bfloat16,
+                                                     generator=g_new),
+         torch.zeros(3, dtype=torch.long), 1e-6),
     ]
 
 
@@ -147,6 +173,44 @@ _PAIRING_HINT = (
     "the second, GPT-NeoX's and Hugging Face's `rotate_half`) is RoPE too, and the score "
     "still depends only on i - j, but it is another function: weights trained with one "
     "convention are wrong for the other.")
+
+
+def _fitted_base(out, x, positions):
+    """The base B whose frequencies theta_j = B^(-2j/d) the output's rotations follow, when
+    one B > 1 other than 10000 explains them (e.g. 10001 typed for 10000); else None. Each
+    pair's rotation angle is read from the output (angle of y * conj(x), summed over the
+    leading dimensions), one theta_j per pair and position is estimated from it (the angle
+    error within pi), and each position's median B is tried on the whole output."""
+    d, n = x.shape[-1], x.shape[-2] if x.dim() >= 2 else 1
+    if d < 4 or not torch.isfinite(out.double()).all():
+        return None
+    x64, y64 = x.double().reshape(-1, n, d), out.double().reshape(-1, n, d)
+    xc = torch.complex(x64[..., 0::2], x64[..., 1::2])
+    yc = torch.complex(y64[..., 0::2], y64[..., 1::2])
+    seen = (yc * xc.conj()).sum(0).angle()                              # (n, d/2)
+    j = torch.arange(d // 2, dtype=torch.float64)
+    theta = 10000.0 ** (-2 * j / d)
+    p = positions.to(torch.float64)
+    exact = (out.double() - _rope(x, positions)).abs().max()
+    best = None
+    for t in range(n):
+        if p[t] == 0:
+            continue
+        error = torch.remainder(seen[t] - p[t] * theta + math.pi, 2 * math.pi) - math.pi
+        fitted = theta + error / p[t]
+        if (fitted[1:] <= 0).any():
+            continue
+        base = float((fitted[1:] ** (-d / (2 * j[1:]))).median())
+        if not math.isfinite(base) or base <= 1 or math.isclose(base, 1e4, rel_tol=1e-6):
+            continue
+        off = (out.double() - _rope(x, positions, base=base)).abs().max()
+        if best is None or off < best[0]:
+            best = (off, base)
+    if best is None or not best[0] < exact / 4:
+        return None
+    close = torch.allclose(out.double(), _rope(x, positions, base=best[1]), atol=3e-2,
+                           rtol=3e-2)
+    return best[1] if close else None
 
 
 def _diagnose_rope(out, x, positions, case, earlier=()):
@@ -183,7 +247,8 @@ def _diagnose_rope(out, x, positions, case, earlier=()):
     if same(x.double()):
         return "your output equals x: nothing is rotated."
     exact = (out.double() - _rope(x, positions)).abs().max()
-    if x.dtype in (torch.float32, torch.float64):
+    base = _fitted_base(out, x, positions)
+    if x.dtype in (torch.float32, torch.float64) and base is None:
         for half in (torch.float16, torch.bfloat16):
             rounded = _rope(x, positions, trig_dtype=half)
             if (out.double() - rounded).abs().max() < exact / 4:
@@ -192,7 +257,7 @@ def _diagnose_rope(out, x, positions, case, earlier=()):
                         "every call. If you cache them, key the cache by the dtype too: an "
                         "earlier half-precision call at the same positions and head size "
                         "must not decide the precision of a later float32 call.")
-    if x.dtype == torch.float16 and same(_rope(x, positions)) is False:
+    if x.dtype == torch.float16 and base is None and same(_rope(x, positions)) is False:
         close = torch.allclose(out.double(), _rope(x, positions), atol=0.3, rtol=0.1)
         if close or (out.double() - _rope(x, positions)).abs().max() < 3:
             return ("in float16, an angle of 2000 radians is stored to the nearest 1 (its "
@@ -201,14 +266,36 @@ def _diagnose_rope(out, x, positions, case, earlier=()):
                     "in 2048. Compute theta and positions * theta from the int64 positions "
                     "in float32 or float64 (at every call), take cos and sin there, and only "
                     "then cast them to x.dtype.")
+    if x.dtype == torch.bfloat16 and base is None and \
+            (out.double() - _rope(x, positions)).abs().max() < 3:
+        return ("bfloat16 keeps 8 significant bits: an angle of 1000 radians is stored to "
+                "the nearest 4, position 4097 as 4096, and theta_j to 1 part in 256. "
+                "Compute theta and positions * theta from the int64 positions in float32 "
+                "(at every call), take cos and sin there, and only then cast them to "
+                "x.dtype.")
     diff = (out.double() - _rope(x, positions)).abs()
     pair_error = diff.reshape(-1, x.shape[-1]).amax(dim=0)              # (hs,)
     wrong_pairs = [j for j in range(x.shape[-1] // 2)
                    if max(pair_error[2 * j], pair_error[2 * j + 1]) > 1e-2]
-    if wrong_pairs and 0 not in wrong_pairs:
+    if (wrong_pairs and 0 not in wrong_pairs) or base is not None:
         listed = (str(wrong_pairs) if len(wrong_pairs) <= 8 else
                   f"{str(wrong_pairs[:5])[:-1]}, ... {wrong_pairs[-1]}]")
-        return (f"pair 0 (frequency 1) is right, pairs {listed} are not: check the "
+        listed = f"pairs {listed} are" if wrong_pairs else "the other pairs are"
+        if base is not None:
+            power = math.log(base) / math.log(1e4)
+            shown = f"{base:.6g}" if base < 1e6 else f"10^{math.log10(base):.4g}"
+            k = x.shape[-1] / power                   # base^(-2j/d) = 10000^(-2j/k)
+            where = ("the constant (10000 exactly, not a rounded or mistyped number)"
+                     if abs(power - 1) < 1e-3 else
+                     f"the exponent: that is theta_j = 10000^(-2j/{round(k)}), a division "
+                     f"by {round(k)} where d = x.shape[-1] = {x.shape[-1]} belongs"
+                     if abs(k - round(k)) < 1e-3 and round(k) > 0 else
+                     f"the exponent and the constant ({shown} = 10000^{power:.4g}; is "
+                     "your exponent -2j/d, with d = x.shape[-1]?)")
+            return (f"pair 0 (frequency 1) is right, {listed} not: they follow "
+                    f"theta_j = {shown}^(-2j/d), a base of {shown}, not 10000: check the "
+                    f"frequencies, theta_j = 10000^(-2j/d), in particular {where}.")
+        return (f"pair 0 (frequency 1) is right, {listed} not: check the "
                 "frequencies, theta_j = 10000^(-2j/d) for j = 0, ..., d/2 - 1, with d the "
                 "feature size x.shape[-1].")
     return ("y[2j] = x[2j] cos(p theta_j) - x[2j+1] sin(p theta_j), y[2j+1] = x[2j] "
@@ -451,15 +538,44 @@ def _check_rope_odd(fn):
          "number of features the last one has no partner to rotate with.", hint)
 
 
+# Gradients of a half-precision x: the upstream weights (in [-1, 1]) are rounded to x's
+# dtype and each gradient entry is a sum of two products, so a right solution is within a
+# few rounding steps (float16: 2^-11, bfloat16: 2^-8) of the exact gradient; these bounds
+# are 41 and 20 steps. The 47 right solutions of the tests use at most 2.3% (float16) and
+# 4.5% (bfloat16) of them; a gradient that is missing or wrong is off by about 1.
+_HALF_GRADIENT_TOL = {torch.float16: 2e-2, torch.bfloat16: 8e-2}
+
+
+def _check_rope_half_gradient(fn, dtype):
+    """backward() through a float16 or bfloat16 x (mixed-precision training): the output
+    must require grad and the gradient must be finite and match the float64 reference's."""
+    g = torch.Generator().manual_seed(15 if dtype == torch.float16 else 16)
+    x = torch.randn(2, 3, 6, 8, generator=g).to(dtype)
+    positions = torch.tensor([0, 9, 40, 41, 300, 1000])
+    name = str(dtype)[6:]
+    expect_gradients(fn, lambda x, p: _rope(x, p), [("x", x)], extra=(positions,),
+                     name="apply_rope", case=f"{name} x of shape (2, 3, 6, 8) at positions "
+                     "[0, 9, 40, 41, 300, 1000], backward() through a weighted sum",
+                     atol=_HALF_GRADIENT_TOL[dtype], rtol=_HALF_GRADIENT_TOL[dtype],
+                     wrong_hint="the gradient of y = R x is R^T times the upstream "
+                     f"gradient, in {name} as in float32: keep every step of the {name} "
+                     "path in PyTorch operations on x (cast to float32 and back with "
+                     ".to(), which autograd follows), with the same cos and sin as the "
+                     "forward.")
+
+
 @checker("apply_rope")
 def check_apply_rope(fn):
     """Check `fn(x, positions)`: x (..., n, d) with d even, positions (n,) int64; RoPE with
     pairs (2j, 2j + 1) rotated counterclockwise by positions[t] * 10000^(-2j/d), in x's
-    dtype. Also: lengths kept, scores depend only on i - j, gradients, odd d refused."""
+    dtype. Also: lengths kept, scores depend only on i - j, gradients (float32, float16 and
+    bfloat16 x), odd d refused."""
     _check_rope_values(fn)
     _check_rope_relative(fn)
     _check_rope_gradient(fn)
+    _check_rope_half_gradient(fn, torch.float16)
     _check_rope_values(fn, bfloat16=True)
+    _check_rope_half_gradient(fn, torch.bfloat16)
     _check_rope_odd(fn)
 
 
