@@ -357,7 +357,7 @@ def test_grouped_query_attention_round6_messages():
     rejects(check_grouped_query_attention, r6.W_15_causal_if_square,
             "it is causal attention", "do not mask")
     rejects(check_grouped_query_attention, r6.W_10_float16_softmax_in_half,
-            "float16 or bfloat16")
+            "the scores rounded to float16, while the inputs are float32")
     rejects(check_grouped_query_attention, r6.W_19_reused_output_buffer,
             "changed what it returned earlier")
 
@@ -431,3 +431,72 @@ def test_grouped_query_attention_round9_messages():
         rejects(check_grouped_query_attention, fn,
                 "6 query heads, 4 key-value heads (4 does not divide 6)",
                 "instead of an error", "raise ValueError")
+
+
+# -- Round 10 red team (tests/checker_redteam/round10_ch11_*.py) ----------------------------
+
+def test_grouped_query_attention_round10_scale_messages():
+    from checker_redteam import round10_ch11_gqa as r10
+    # A scale a little off crashed _diagnose_heads (IndexError: every head matched its own
+    # key-value head within the loose tolerance); now the scale is named.
+    for fn, fragment in ((r10.W_26_scale_times_1_0002, "a scale 0.02% too large"),
+                         (r10.W_27_scale_times_0_9998, "a scale 0.02% too small"),
+                         (r10.W_28_sqrt_d_rounded_4_digits, "divided by 1.414 instead"),
+                         (r10.W_18_f16_rounded_sqrt_only_float32, "divided by 1.73242"),
+                         (r10.W_09_half_softmax_in_half_scores_unscaled_overflow,
+                          "divided by 1.73242"),
+                         (r10.W_17_f16_rounded_sqrt_only_float64, "float64 inputs")):
+        text = rejects(check_grouped_query_attention, fn, fragment, "math.sqrt(d)")
+        assert "IndexError" not in text and "bug of the checker" not in text
+    # A float32 input: no hint at float16 or bfloat16 for a scale 0.1% off.
+    text = rejects(check_grouped_query_attention, r10.W_23_scale_times_1_001,
+                   "a scale 0.1% too large")
+    assert "bfloat16" not in text
+    rejects(check_grouped_query_attention, r10.W_03_scale_by_num_keys_when_square,
+            "divided by 2.44949 instead of sqrt(3)", "not the number of keys")
+
+
+def test_grouped_query_attention_round10_half_and_one_key():
+    from checker_redteam import round10_ch11_gqa as r10
+    rejects(check_grouped_query_attention, r10.W_16_half_computed_in_half_max_from_float,
+            "V between 1e5 and 2e5", "float16 only up to 65504")
+    rejects(check_grouped_query_attention,
+            r10.W_19_float16_for_float16_softmax_unshifted_only_half,
+            "float16 inputs, each query's score for one key about 300",
+            "overflows in float32 too")
+    rejects(check_grouped_query_attention, r10.W_20_detach_in_half,
+            "float16 inputs (gradients)", "requires_grad=False")
+    for fn in (r10.W_29_single_key_fast_path, r10.W_30_single_query_fast_path_alias):
+        rejects(check_grouped_query_attention, fn, "1 query, 1 key",
+                "returned V itself, or a view of it")
+    # W_29 where each group has several heads (V repeated, then expanded: a new tensor,
+    # Q and K out of the graph, gradient None where the right one is zero) is round 7's
+    # O_07_single_key_expand, ruled right then: not refused.
+
+    def bfloat16_detached(Q, K, V):  # the half-precision gradient, in bfloat16 only
+        return gqa(*(x.detach() if x.dtype == torch.bfloat16 else x for x in (Q, K, V)))
+    rejects(check_grouped_query_attention, bfloat16_detached, "bfloat16 inputs (gradients)")
+
+
+def test_online_softmax_round10_half_one_key_and_messages():
+    from checker_redteam import round10_ch11_online as r10
+    rejects(check_online_softmax_attention, r10.W_10_half_accumulate_in_half_for_bf16_via_f16,
+            "V between 1e5 and 2e5", "float16 only up to 65504")
+    rejects(check_online_softmax_attention, r10.W_19_half_shift_first_block,
+            "after the first block about 300", "a later block")
+    rejects(check_online_softmax_attention, r10.W_20_detach_in_half,
+            "float16 inputs (gradients)", "requires_grad=False")
+    rejects(check_online_softmax_attention, r10.W_24_single_key_returns_V_copy_no_grad,
+            "1 key", "requires_grad=False")
+    rejects(check_online_softmax_attention, r10.W_21_full_softmax_for_half,
+            "512 queries and keys", "float16 inputs", "the peak memory")
+    rejects(check_online_softmax_attention, r10.W_27_inplace_accumulators_was_O03,
+            "backward() through online_softmax_attention failed", "in-place")
+    # A running max started at -1e4, above every visible score (-2e4): named first.
+    text = rejects(check_online_softmax_attention, r10.W_04_init_max_minus_1e4,
+                   "every visible score near -2e4", "starts at a finite number")
+    assert text.index("starts at a finite number") < text.index("exp(-inf - (-inf))")
+    rejects(check_online_softmax_attention, r10.W_26_output_scaled_1_0002,
+            "a scale 0.02% too large")
+    rejects(check_online_softmax_attention, r10.W_25_scale_rounded_in_float16,
+            "divided by 1.73242 instead of sqrt(3)")

@@ -36,6 +36,68 @@ def _attention(Q, K, V, causal=False, scale=True, dim=-1, strict=False, flipped=
     return weights @ V
 
 
+def _scale_off(out, attend, tol):
+    """The factor c for which `attend(c)`, the float64 attention with every score times c,
+    equals `out` within `tol`, or None. c comes from Newton steps on the squared error,
+    from c = 1: a scale a little off (sqrt(d) rounded to 1.732, computed in float16, or
+    Q * 1.001) is found in two or three steps."""
+    target = out.detach().double()
+    if not torch.isfinite(target).all():
+        return None
+    c = 1.0
+    for _ in range(8):
+        step = 1e-4 * c
+        slope = (attend(c + step) - attend(c - step)) / (2 * step)
+        norm = float((slope * slope).sum())
+        if norm == 0.0:
+            return None
+        c += float(((target - attend(c)) * slope).sum()) / norm
+        if not 0.2 < c < 5:
+            return None
+    return c if abs(c - 1) > 1e-6 and is_close(out, attend(c), **tol) else None
+
+
+def _scale_words(c, d):
+    """`the scores are divided by x instead of sqrt(d)` for a scale off by the factor c."""
+    return (f"it equals the attention with the scores divided by {math.sqrt(d) / c:.6g} "
+            f"instead of sqrt({d}) = {math.sqrt(d):.6g}, a scale {100 * abs(c - 1):.2g}% "
+            f"too {'large' if c > 1 else 'small'}")
+
+
+def _rounded_attention(Q, K, V, step, dtype):
+    """softmax(Q K^T / sqrt(d)) V in float64 with one `step` ("the inputs", "the scores",
+    "the weights" or "the output") rounded to `dtype`."""
+    r = lambda x: x.to(dtype).double()  # noqa: E731
+    Q, K, V = Q.double(), K.double(), V.double()
+    if step == "the inputs":
+        Q, K, V = r(Q), r(K), r(V)
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    weights = torch.softmax(r(scores) if step == "the scores" else scores, -1)
+    out = (r(weights) if step == "the weights" else weights) @ V
+    return r(out) if step == "the output" else out
+
+
+def _half_step(out, Q, K, V, tol):
+    """(dtype, step) when `out` equals the attention with one step rounded to float16 or
+    bfloat16 (a .half() on a float32 input), else None."""
+    for dtype in HALF if Q.dtype not in HALF else ():
+        for step in ("the inputs", "the scores", "the weights", "the output"):
+            if is_close(out, _rounded_attention(Q, K, V, step, dtype), **tol):
+                return str(dtype).replace("torch.", ""), step
+    return None
+
+
+def _scale_hint(c):
+    if abs(c - 1) > 0.01:
+        return ("divide the scores by math.sqrt(d), with d = Q.shape[-1], the size of "
+                "one query (not the number of keys or heads, nor the model's width), and "
+                "do not change Q, K or the scores by any other factor.")
+    return ("divide the scores by math.sqrt(d) (a Python float, exact to float64's "
+            "precision): not by a rounded constant (1.732 for sqrt(3)), nor by a square "
+            "root computed in a lower precision (torch.tensor(d, dtype=torch.float16)), "
+            "and do not change Q, K or the scores by any other factor.")
+
+
 # -- Exercise 11.1: attention over blocks of keys, with the online softmax -----------------
 
 HINT = ("for each block of keys: scores s = Q K_j^T / sqrt(d) (masked with -inf under "
@@ -77,14 +139,18 @@ def _variant(Q, K, V, block, causal, rescale_sum=True, rescale_acc=True, per_blo
     return out if per_block else acc / total
 
 
-def _diagnose(out, Q, K, V, block, causal, case):
-    """Fail with what a wrong output equals instead."""
+def _diagnose(out, Q, K, V, block, causal, case, case_tol=None):
+    """Fail with what a wrong output equals instead (`case_tol`: the case's tolerance)."""
     tol = dict(atol=1e-4, rtol=1e-3)
     same = lambda x: is_close(out, x, **tol)  # noqa: E731
     n = K.shape[1]
     if same(_attention(Q, K, V, causal, scale=False)):
         fail(f"the output equals attention without the scale on {case}.",
              "divide the scores by sqrt(d), d = Q.shape[-1].")
+    c = _scale_off(out, lambda c: _attention(Q.double() * c, K, V, causal), case_tol or tol)
+    if c is not None:
+        fail(f"the output is wrong on {case}: {_scale_words(c, Q.shape[-1])}.",
+             _scale_hint(c))
     if same(_variant(Q, K, V, block, causal, per_block=True)):
         fail(f"the output is wrong on {case}: each block of keys is normalised by itself "
              "(a softmax per block) and the pieces are added up.",
@@ -191,10 +257,24 @@ def _call_online(fn, Q, K, V, block, causal, case):
                 "afterwards: when a query's max is very negative, exp(0 - max) overflows "
                 "to inf, and inf * 0 is NaN.") if causal else (
         "exp() overflows (or every term underflows to 0) with scores this large: subtract "
-        "the running maximum (starting at -inf, not 0) before exp(), one per query: "
+        "the running maximum (starting at -inf, not 0 or another finite number) before "
+        "exp(), one per query: "
         "s.amax(-1, keepdim=True), not one max for the whole batch or for all queries (a "
         "max from another query's scores can leave every exp() of this query 0, and "
         "0 / 0 is NaN).")
+    scores = Q.double() @ K.double().transpose(-2, -1) / math.sqrt(Q.shape[-1])
+    if causal:
+        hidden = torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(hidden, -math.inf)
+    top = scores.amax(-1)  # each query's largest visible score
+    if causal and (top < -1000).all():
+        nan_hint = (f"every query's visible scores here are {top.max().item():.2g} or "
+                    "below: a running max that starts at a finite number above them "
+                    "(-1e4, -1000, 0) never moves, every exp(s - m) underflows to 0, and 0 "
+                    "/ 0 is NaN. Start it at float('-inf'), which is below every score. "
+                    "Other causes: " + nan_hint)
+    if case in _ONLINE_CASE_HINTS:
+        nan_hint = _ONLINE_CASE_HINTS[case] + " Other causes: " + nan_hint
     if causal and isinstance(out, torch.Tensor) and out.shape[:2] == Q.shape[:2] and \
             torch.isnan(out[:, 0]).any() and not torch.isnan(out[:, 1:]).any() and \
             is_close(out[:, 1:], _attention(Q, K, V, True, strict=True)[:, 1:], 1e-4, 1e-3):
@@ -205,7 +285,8 @@ def _call_online(fn, Q, K, V, block, causal, case):
             not torch.isnan(out).any():
         fail(f"the output contains inf on {case}.", nan_hint)
     expect_tensor(out, (Q.shape[0], Q.shape[1], V.shape[-1]), what="the output", case=case,
-                  nan_hint=nan_hint if (causal or large) else None)
+                  nan_hint=nan_hint if (causal or large or case in _ONLINE_CASE_HINTS)
+                  else None)
     expect_tensor(out, dtype=Q.dtype, what="the output", case=case)
     for name, before, after in zip("QKV", (Q, K, V), given):
         if not torch.equal(before, after):
@@ -286,7 +367,41 @@ def _online_cases():
         cases.append(("batch 2, 8 queries, 8 keys, d=5, block_size=3, float64 inputs"
                       + (", causal" if causal else ""),
                       tuple(x.double() for x in qkv(2, 8, 8, 5)), 3, causal))
+    # Large scores in float16 and bfloat16: each query's best key, about 300 above the
+    # others, comes after the first block.
+    for dtype in HALF:
+        cases.append((_online_hundreds(dtype), _one_winner(g, dtype, (2, 3), (2,), 5, 2),
+                      2, False))
+    Q, K = torch.randn(2, 6, 4, generator=g), torch.randn(2, 6, 4, generator=g)
+    V = 1e5 * (1 + torch.rand(2, 6, 3, generator=g))
+    cases.append((_ONLINE_BEYOND_FLOAT16, (Q.bfloat16(), K.bfloat16(), V.bfloat16()), 2,
+                  False))
     return cases
+
+
+def _online_hundreds(dtype):
+    return (f"batch 2, 3 queries, 6 keys, d=8, block_size=2, "
+            f"{str(dtype).replace('torch.', '')} inputs, each query's score for one key "
+            "after the first block about 300 and for the others below 100 (scores in the "
+            "hundreds)")
+
+
+_ONLINE_BEYOND_FLOAT16 = ("batch 2, 6 queries, 6 keys, d=4, block_size=2, bfloat16 "
+                          "inputs, V between 1e5 and 2e5 (beyond float16's largest "
+                          "number, 65504)")
+_LATER_BLOCK_HINT = (
+    "each query's highest score here comes in a later block, about 300 above the first "
+    "block's: exp() overflows in float32 too (above about 88), so the maximum must be "
+    "updated at every block (m_new = max(m, rowmax(s))), the older terms rescaled by "
+    "exp(m - m_new), and every exp() taken after subtracting the current maximum.")
+_ONLINE_CASE_HINTS = {_online_hundreds(torch.float16): _LATER_BLOCK_HINT,
+                      _online_hundreds(torch.bfloat16): _LATER_BLOCK_HINT,
+                      _ONLINE_BEYOND_FLOAT16: (
+                          "bfloat16 holds numbers up to 3.4e38, as float32 does, but "
+                          "float16 only up to 65504: here V reaches 2e5, so a detour "
+                          "through float16 (x.half()) turns it into inf. Compute bfloat16 "
+                          "inputs in float32 (x.float()), or in bfloat16, and cast the "
+                          "result back.")}
 
 
 @checker("online_softmax_attention")
@@ -296,14 +411,57 @@ def check_online_softmax_attention(fn):
     (block sizes 1, 3, 4, 16 and larger than n, a shorter last block, scores of 1e4 and of
     -5000), the causal variant (key j <= query i; visible scores near -2e4, so that the
     hidden ones need -inf), transposed (non-contiguous) inputs, float64, float16 and
-    bfloat16 inputs (the output keeps their dtype), gradients, and a peak memory bounded by
-    the block size: no (n, n) matrix or mask, and no (num_queries, num_keys) scores for
-    few queries and many keys."""
+    bfloat16 inputs (the output keeps their dtype; scores in the hundreds with the best key
+    after the first block, bfloat16 values beyond float16's range), gradients (float32,
+    float16, bfloat16, and with one key), and a peak memory
+    bounded by the block size (float32 and float16): no (n, n) matrix or mask, and no
+    (num_queries, num_keys) scores for few queries and many keys."""
     _check_online_values(fn, half=False)
     _check_online_gradients_and_memory(fn)
     # float16 last: a mix of float16 and float32 inside fails there, and a fault found by
     # the cases above is better named by them.
     _check_online_values(fn, half=True)
+    _check_online_half_gradients_and_memory(fn)
+
+
+def _runs_in(fn, dtype):
+    """Whether fn runs on a small input of `dtype` (functions that fail on float16 were
+    accepted by earlier rounds: their half-precision checks are skipped)."""
+    x = torch.ones(1, 3, 4, dtype=dtype)
+    try:
+        with forbidden(SDPA, SDPA_WHY):
+            fn(x.clone(), x.clone(), x.clone(), 2, causal=False)
+    except CheckFailed:
+        raise
+    except Exception:  # noqa: BLE001
+        return False
+    return True
+
+
+def _check_online_half_gradients_and_memory(fn):
+    """float16 and bfloat16: the gradient flows (a model trained in mixed precision
+    backpropagates through the attention), within a few roundings of the dtype (worst
+    |difference| / (1 + |gradient|) measured over the right solutions of the red-team
+    tables and of the tests, float16 / bfloat16: 7.8e-4 / 4.8e-3); and the computation is
+    blockwise there too (peak memory on 512 queries and keys, where the float32 score
+    matrix is 1 MiB: right solutions 0.1 to 0.3 MiB, plain attention in float32 2.1 MiB)."""
+    g = torch.Generator().manual_seed(17)
+    Q, K, V = (torch.randn(2, 7, 4, generator=g), torch.randn(2, 7, 4, generator=g),
+               torch.randn(2, 7, 3, generator=g))
+    for dtype, tol, causal in ((torch.float16, 1e-2, False), (torch.bfloat16, 5e-2, True)):
+        if not _runs_in(fn, dtype):
+            continue
+        with forbidden(SDPA, SDPA_WHY):
+            expect_gradients(lambda q, k, v: fn(q, k, v, 3, causal=causal),
+                             lambda q, k, v: _attention(q, k, v, causal),
+                             [("Q", Q.to(dtype)), ("K", K.to(dtype)), ("V", V.to(dtype))],
+                             name="online_softmax_attention", atol=tol, rtol=tol,
+                             case=f"batch 2, 7 queries and keys, d=4, block_size=3, "
+                                  f"causal={causal}, {str(dtype).replace('torch.', '')} "
+                                  "inputs (gradients)")
+    if _runs_in(fn, torch.float16):
+        X = torch.randn(1, 512, 16, generator=g).half()
+        _expect_memory(fn, X, X, X, 16, False, copies=2)
 
 
 def _check_online_values(fn, half):
@@ -329,7 +487,7 @@ def _check_online_values(fn, half):
             tol = dict(atol=5e-2, rtol=5e-2)
         ref = _attention(Q, K, V, causal)
         if not is_close(out, ref, **tol):
-            _diagnose(out, Q, K, V, block, causal, case)
+            _diagnose(out, Q, K, V, block, causal, case, tol)
             expect_close(out, ref, what="the output", case=case, hint=HINT, **tol)
         expect_float64_accuracy(out, ref, case=case)
 
@@ -349,6 +507,17 @@ def _check_online_gradients_and_memory(fn):
                              nan_hint="a NaN hidden in the forward pass (exp(-inf + inf) "
                                       "replaced afterwards) still flows through the "
                                       "backward: subtract a safe max instead.")
+    # One key: every weight is 1 whatever the scores (a shortcut that returns a detached
+    # copy of V has no gradient at all).
+    g1 = torch.Generator().manual_seed(18)
+    inputs = [("Q", torch.randn(2, 3, 4, generator=g1)),
+              ("K", torch.randn(2, 1, 4, generator=g1)),
+              ("V", torch.randn(2, 1, 5, generator=g1))]
+    case = "batch 2, 3 queries, 1 key, d=4, block_size=2 (gradients; one key)"
+    with forbidden(SDPA, SDPA_WHY):
+        one = lambda q, k, v: fn(q, k, v, 2)  # noqa: E731
+        expect_gradients(one, lambda q, k, v: _attention(q, k, v),
+                         inputs, name="online_softmax_attention", case=case)
     # Peak memory, measured above the inputs. A loop over key blocks holds a few
     # (num_queries, block_size) tensors at once (the scores, their exponentials, masks;
     # twice as many in float64): 16 blocks, plus a few times the inputs and output (copies,
@@ -386,6 +555,7 @@ def _expect_memory(fn, Q, K, V, block, causal, copies):
     else:
         case = f"batch {b}, {m} queries, {n} keys, d={d}, block_size={block}"
     case += ", causal" if causal else ""
+    case += f", {str(Q.dtype).replace('torch.', '')} inputs" if Q.dtype in HALF else ""
     if causal:  # the same call with causal=False passed
         what = (f"{peak / full:.1f} times the whole {m} x {n} score matrix, while with "
                 "causal=False the same call stayed within the budget: the causal mask "
@@ -435,7 +605,7 @@ def _gqa_cases():
                 torch.randn(batch, kv, n, hs, generator=g),
                 torch.randn(batch, kv, n, hs, generator=g) + offset)
 
-    return [("batch 2, 4 query heads, 2 key-value heads, 5 queries, 6 keys, head size 3",
+    cases = [("batch 2, 4 query heads, 2 key-value heads, 5 queries, 6 keys, head size 3",
              qkv(2, 4, 2, 5, 6, 3)),
             ("batch 1, 8 query heads, 1 key-value head (multi-query), 4 queries, 7 keys, "
              "head size 4", qkv(1, 8, 1, 4, 7, 4)),
@@ -475,7 +645,39 @@ def _gqa_cases():
             # (e^11.09 = 65504, float16's largest), so the row maximum must be subtracted
             # (or the softmax computed in float32).
             (_HALF_LARGE, tuple((3 * x).half() for x in qkv(2, 4, 2, 3, 6, 16)[:2]) +
-             (torch.randn(2, 2, 6, 16, generator=g).half(),))]
+             (torch.randn(2, 2, 6, 16, generator=g).half(),)),
+            # One key: every weight is 1 and the output equals V, as a new tensor (a view
+            # of V, or V itself, when each group has one head).
+            ("batch 2, 3 query heads, 3 key-value heads, 1 query, 1 key, head size 4 (one "
+             "key: the output equals V, as a new tensor)", qkv(2, 3, 3, 1, 1, 4))]
+    for dtype in HALF:
+        cases.append((_hundreds(dtype), _one_winner(g, dtype, (2, 4, 3), (2, 2), 8)))
+    # bfloat16 reaches 3.4e38 like float32; float16 stops at 65504.
+    Q, K = torch.randn(2, 4, 3, 4, generator=g), torch.randn(2, 2, 5, 4, generator=g)
+    V = 1e5 * (1 + torch.rand(2, 2, 5, 4, generator=g))
+    cases.append((_BEYOND_FLOAT16, (Q.bfloat16(), K.bfloat16(), V.bfloat16())))
+    return cases
+
+
+def _hundreds(dtype):
+    return ("batch 2, 4 query heads, 2 key-value heads, 3 queries, 6 keys, head size 8, "
+            f"{str(dtype).replace('torch.', '')} inputs, each query's score for one key "
+            "about 300 and for the others below 100 (scores in the hundreds)")
+
+
+def _one_winner(g, dtype, q_shape, kv_shape, value_size, first=0):
+    """Q (q_shape + (8,)), K (kv_shape + (6, 8)) and V (kv_shape + (6, value_size)) in
+    `dtype`, where each query scores about 900 / sqrt(8) = 318 for one key (at `first` or
+    later) and less than 100 for the others: the weights are one-hot even after float16 or
+    bfloat16 rounding, so every right solution gives the winners' values, while exp() of
+    the scores overflows, in float32 too (above 88), unless the row maximum is
+    subtracted."""
+    winners = torch.randint(first, 6, q_shape, generator=g)
+    Q = 30 * F.one_hot(winners, 8).float() + torch.randn(q_shape + (8,), generator=g)
+    K = 30 * torch.eye(6, 8).expand(kv_shape + (6, 8)) + \
+        torch.randn(kv_shape + (6, 8), generator=g)
+    V = torch.randn(kv_shape + (6, value_size), generator=g)
+    return Q.to(dtype), K.to(dtype), V.to(dtype)
 
 
 _HALF_LARGE = ("batch 2, 4 query heads, 2 key-value heads, 3 queries, 6 keys, head size "
@@ -487,6 +689,36 @@ _HALF_OVERFLOW_HINT = (
     "number), and inf / inf is NaN: subtract each row's maximum score before exp() (then "
     "no exp() exceeds 1), or compute the softmax in float32 (torch.softmax(S.float(), -1)) "
     "and cast the result back to float16.")
+_BEYOND_FLOAT16 = ("batch 2, 4 query heads, 2 key-value heads, 3 queries, 5 keys, head "
+                   "size 4, bfloat16 inputs, V between 1e5 and 2e5 (beyond float16's "
+                   "largest number, 65504)")
+# What a NaN or inf means on a case, beyond a missing max subtraction.
+_HUNDREDS_HINT = (
+    "with scores in the hundreds, exp() overflows in float32 too (above about 88, e^88 = "
+    "1.7e38) and in float64 above about 709, so computing the softmax in float32 does not "
+    "help: subtract each row's maximum score before exp() (torch.softmax does), whatever "
+    "the dtype you compute in.")
+_FLOAT16_RANGE_HINT = (
+    "bfloat16 holds numbers up to 3.4e38, as float32 does, but float16 only up to 65504: "
+    "here V reaches 2e5, so a detour through float16 (x.half()) turns it into inf. Compute "
+    "bfloat16 inputs in float32 (x.float()), or in bfloat16, and cast the result back.")
+
+
+def _gqa_half_gradients(fn, Q, K, V):
+    """float16 and bfloat16 inputs: the gradient flows through them too (a model trained in
+    mixed precision backpropagates through the half-precision attention). The tolerance
+    allows a few roundings in the dtype: measured worst differences from the float64
+    gradients, as |difference| / (1 + |gradient|), float16 / bfloat16: torch.softmax or
+    float32 inside 4e-4 / 3e-3, the dtype throughout 7e-4 / 6.5e-3 (every right solution
+    of the red-team tables within these)."""
+    for dtype, tol in ((torch.float16, 1e-2), (torch.bfloat16, 5e-2)):
+        with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
+            expect_gradients(fn, _gqa, [("Q", Q.to(dtype)), ("K", K.to(dtype)),
+                                        ("V", V.to(dtype))],
+                             name="grouped_query_attention", atol=tol, rtol=tol,
+                             case="batch 2, 4 query heads, 2 key-value heads, 3 queries, 5 "
+                                  f"keys, {str(dtype).replace('torch.', '')} inputs "
+                                  "(gradients)")
 
 
 def _diagnose_heads(out, Q, K, V, case):
@@ -498,9 +730,9 @@ def _diagnose_heads(out, Q, K, V, case):
         match = [j for j in range(kv)
                  if is_close(out[:, i:i + 1], _gqa(Q[:, i:i + 1], K[:, j:j + 1],
                                                    V[:, j:j + 1]), **tol)]
-        reads.append(match[0] if match else None)
-    if None not in reads:
-        wrong = [i for i in range(h) if reads[i] != i // group]
+        reads.append(i // group if i // group in match else match[0] if match else None)
+    wrong = [i for i in range(h) if reads[i] is not None and reads[i] != i // group]
+    if None not in reads and wrong:  # each head matches one key-value head, some wrongly
         i = wrong[0]
         hint = ("query heads are grouped consecutively: head i reads key-value head "
                 "i // (num_heads // num_kv_heads), which repeat_interleave(group, dim=1) "
@@ -568,9 +800,11 @@ def check_grouped_query_attention(fn):
     num_kv_heads, n, head_size): each group of num_heads // num_kv_heads consecutive query
     heads attends with one key-value head (query head i reads head i // group). Multi-query
     (one key-value head), grouped and plain multi-head cases, float64, float16 and bfloat16
-    inputs (the output keeps their dtype), scores in the hundreds (exp must not overflow), a second call after
-    K and V changed in place (no cache keyed by the tensors); gradients; an error (the
-    exercise asks for a ValueError) when num_kv_heads does not divide num_heads."""
+    inputs (the output keeps their dtype), scores in the hundreds (exp must not overflow;
+    in float16 and bfloat16 too), bfloat16 values beyond float16's range, one key (a new
+    tensor, not V), a second call after K and V changed in place (no cache keyed by the
+    tensors); gradients (float32, float16, bfloat16, and with one key); an error (the exercise asks for a ValueError) when num_kv_heads does not divide
+    num_heads. A scale a little off, or a step rounded to float16, is named."""
     seen = {}  # the K and V of an earlier case, by shapes
     for case, (Q, K, V) in _gqa_cases():
         given = [Q.clone(), K.clone(), V.clone()]
@@ -585,6 +819,16 @@ def check_grouped_query_attention(fn):
                  f"heads; expected one per query head, {Q.shape[1]}.",
                  "repeat each key-value head for its group of query heads before "
                  "attending.")
+        if isinstance(out, torch.Tensor):
+            for name, x in zip("QKV", given):
+                if out.untyped_storage().data_ptr() == x.untyped_storage().data_ptr():
+                    fail(f"grouped_query_attention returned {name} itself, or a view of "
+                         f"it (V.expand, V[...]), on {case}: return a new tensor. A caller "
+                         f"who changes {name} in place (a key-value cache is updated in "
+                         "place) would change the result too, and the reverse.",
+                         "compute the output in every case (with one key, every weight is "
+                         "1 and the output equals V repeated for each group, but as a new "
+                         "tensor: simply the general computation).")
         large = Q.abs().max() * K.abs().max() > 100
         tol = dict(atol=2e-3 if large else 1e-5, rtol=1e-4)
         if Q.dtype == torch.float16:  # a few float16 rounding steps (2^-11 = 0.0005)
@@ -599,7 +843,12 @@ def check_grouped_query_attention(fn):
         overflow_hint = (_HALF_OVERFLOW_HINT if Q.dtype == torch.float16 else
                          "exp() overflows for scores above about 88 in float32: subtract "
                          "each row's maximum score before exp(), or use torch.softmax.")
-        if (large or case == _HALF_LARGE) and isinstance(out, torch.Tensor) and \
+        if case in (_hundreds(torch.float16), _hundreds(torch.bfloat16)):
+            overflow_hint = _HUNDREDS_HINT
+        if case == _BEYOND_FLOAT16:
+            overflow_hint = _FLOAT16_RANGE_HINT
+        if (large or case in (_HALF_LARGE, _BEYOND_FLOAT16)) and \
+                isinstance(out, torch.Tensor) and \
                 out.is_floating_point() and not torch.isfinite(out).all():
             fail(f"the output contains NaN or inf on {case}.", overflow_hint)
         expect_tensor(out, Q.shape, Q.dtype, what="the output", case=case)
@@ -615,13 +864,33 @@ def check_grouped_query_attention(fn):
                      "compute the repeated K and V from the arguments on every call; do not "
                      "keep them between calls.")
             _diagnose_heads(out, Q, K, V, case)
+            c = _scale_off(out, lambda c: _gqa(Q.double() * c, K, V), tol)
+            if c is not None:
+                fail(f"the output is wrong on {case}: {_scale_words(c, Q.shape[-1])}.",
+                     _scale_hint(c))
             hint = ("softmax(Q K^T / sqrt(head size)) V, with K and V repeated for each "
                     "group of query heads (repeat_interleave).")
-            if large or case == _HALF_LARGE:
+            if large or case in (_HALF_LARGE, _BEYOND_FLOAT16):
                 hint = overflow_hint + (" (nan_to_num only hides the NaN.)")
+            elif Q.dtype in HALF and is_close(out, _gqa(Q, K, V), atol=5e-2, rtol=5e-2):
+                hint = (f"the output is close, but not within {Q.dtype}'s rounding: is a "
+                        "step computed in a lower precision (bfloat16 for float16 "
+                        "inputs) or a constant rounded? Compute in float32 or in the "
+                        "input's dtype.")
             elif is_close(out, _gqa(Q, K, V), atol=5e-3, rtol=5e-3):
-                hint = ("the output is close, but not within float32's rounding: is a step "
-                        "computed in float16 or bfloat16? Keep the input's dtype throughout.")
+                index = torch.tensor([i // (Q.shape[1] // K.shape[1])
+                                      for i in range(Q.shape[1])])
+                half = _half_step(out, Q, K[:, index], V[:, index], tol)
+                if half:
+                    fail(f"the output is wrong on {case}: it equals the attention with "
+                         f"{half[1]} rounded to {half[0]}, while the inputs are "
+                         f"{str(Q.dtype).replace('torch.', '')}.",
+                         "keep the input's dtype throughout: a float32 or float64 input "
+                         "is computed in its own dtype, with no .half() or .bfloat16() "
+                         "on the way.")
+                hint = (f"the output is close, but not within {Q.dtype}'s rounding: is a "
+                        "constant inexact (the scale is 1 / math.sqrt(head size)) or an "
+                        "intermediate result rounded? Keep the input's dtype throughout.")
             expect_close(out, _gqa(Q, K, V), what="the output", case=case, **tol, hint=hint)
         expect_float64_accuracy(out, _gqa(Q, K, V), case=case)
         seen.setdefault(shapes, (K, V))
@@ -658,6 +927,16 @@ def check_grouped_query_attention(fn):
                          name="grouped_query_attention",
                          case="batch 2, 4 query heads, 2 key-value heads, 3 queries, 5 "
                               "keys (gradients)")
+    _gqa_half_gradients(fn, Q, K, V)
+    # One key: every weight is 1 whatever the scores (a shortcut that returns a detached
+    # copy of V has no gradient at all).
+    inputs = [("Q", torch.randn(2, 4, 3, 2, generator=g)),
+              ("K", torch.randn(2, 2, 1, 2, generator=g)),
+              ("V", torch.randn(2, 2, 1, 2, generator=g))]
+    case = ("batch 2, 4 query heads, 2 key-value heads, 3 queries, 1 key (gradients; with "
+            "one key every weight is 1)")
+    with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
+        expect_gradients(fn, _gqa, inputs, name="grouped_query_attention", case=case)
     _expect_kv_heads_refused(fn)
 
 
