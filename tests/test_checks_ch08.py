@@ -2,6 +2,7 @@
 messages that point at the fault: the course's own table, red team round 1's solutions
 (tests/checker_redteam/round1_ch08.py), and kinds that round 1 missed. Also: the masking
 checker's false-failure rate for a right solution, recomputed from its tolerances."""
+import functools
 import math
 import random
 
@@ -12,7 +13,7 @@ import torch
 from book import checks
 from book.bert import IGNORE, mask_tokens
 from book.checks import ch08
-from checkers_support import accepts, redteam, redteam_entries, rejects
+from checkers_support import accepts, redteam, redteam_entries, redteam_entry, rejects
 
 
 def reference_masking(tokens, vocab):
@@ -594,8 +595,8 @@ def test_round7_count_messages_name_the_fault():
     calls = [0]
 
     def right_then_wrong(V, H, F, L, P):  # a stale answer on a repeated call
-        calls[0] += 1
-        return count(V, H, F, L, P) + (calls[0] > 10)
+        calls[0] += 1     # 6 configurations, num_blks=0 (round 10), 4 more, then the 6 again
+        return count(V, H, F, L, P) + (calls[0] > 11)
     rejects(checks.check_bert_param_count, right_then_wrong, "when called again",
             "depend only on the arguments")
 
@@ -665,19 +666,20 @@ def test_check_mlm_masking_round9_decision_from_a_neighbours_uniform():
 
 
 def test_check_mlm_masking_round9_split_off_by_a_point():
-    """80.8/10.1/9.1 passed the main batch on some seeds; the 40,000-row call catches it."""
+    """80.8/10.1/9.1 passed the main batch on some seeds; the big call (40,000 rows in round
+    9, 120,000 since round 10) catches it."""
     from checker_redteam import round9_ch08_mlm as r9
     rejects(checks.check_mlm_masking, r9.W_26_split_808_101_091,
-            "40,000 BERT inputs", "standard errors off", "rescale it by 0.15 exactly")
+            "120,000 BERT inputs", "standard errors off", "rescale it by 0.15 exactly")
     rejects(checks.check_mlm_masking, masking(shares=(0.81, 0.1)),
-            "40,000 BERT inputs", "[MASK] share is")
+            "120,000 BERT inputs", "[MASK] share is")
 
 
 def test_the_round9_tests_cost_little_of_the_budget_and_see_a_point():
     """The neighbours' [MASK] shares (exact binomial at 6 SE on the expected number of
-    chosen pairs) and the 40,000-row split (exact binomial at 5.5 SE): below 1e-7 together,
-    so the module's total stays below 7.2e-7. A split 1 point off is 9 standard errors off
-    or more there."""
+    chosen pairs) and the big call's split (40,000 rows in round 9, 120,000 since round 10;
+    exact binomial at 5.5 SE): below 1e-7 together. A split 1 point off is 9 standard errors
+    off or more there (16 since round 10)."""
     vocab = ch08._masking_vocab()
     tokens = ch08._masking_batch(vocab)
     ordinary = tokens >= vocab.num_specials
@@ -690,10 +692,95 @@ def test_the_round9_tests_cost_little_of_the_budget_and_see_a_point():
         return _binomial_tails(n, p, math.floor(n * p - k * se), math.ceil(n * p + k * se))
     big = ch08._masking_batch(vocab, num_rows=ch08.SPLIT_ROWS, seed=9)
     n = round(int((big >= vocab.num_specials).sum()) * ch08.P_CHOOSE)
-    assert 130_000 < n < 138_000
+    assert 395_000 < n < 408_000
     rates = {"left neighbour": tail(pairs, ch08.P_MASK, ch08.COLUMN_TOLERANCE),
              "right neighbour": tail(pairs, ch08.P_MASK, ch08.COLUMN_TOLERANCE),
              "[MASK] share": tail(n, ch08.P_MASK, ch08.SE_TOLERANCE),
              "unchanged share": tail(n, 0.1 + 0.1 / 60, ch08.SE_TOLERANCE)}
     assert sum(rates.values()) < 1e-7, rates
     assert 0.01 / math.sqrt(0.16 / n) > 9 and 0.01 / math.sqrt(0.09 / n) > 11
+
+
+# -- Round 10 red team (tests/checker_redteam/round10_ch08_*.py, writer C) ------------------
+
+
+def test_check_mlm_masking_round10_replacements_drawn_for_each_position():
+    """W_18: neighbours (2i, 2i + 1) share one random replacement; W_22: one draw per row
+    shifted by the position (two replacements in a row never agree). Both passed round 10;
+    the agreement of neighbouring replacements and of pairs in one row now fails them. A
+    pair (2i + 1, 2i + 2) sharing a draw is caught by the odd family."""
+    def shared_odd_pairs(tokens, vocab):
+        chosen = (tokens >= vocab.num_specials) & (torch.rand(tokens.shape) < 0.15)
+        action = torch.rand(tokens.shape)
+        b, n = tokens.shape
+        draw = torch.randint(vocab.num_specials, len(vocab), (b, n // 2 + 1))
+        rnd = draw.repeat_interleave(2, dim=1)[:, 1:n + 1]      # (1, 2), (3, 4), ...
+        inputs = torch.where(chosen & (action < 0.8), vocab.mask, tokens)
+        inputs = torch.where(chosen & (action >= 0.8) & (action < 0.9), rnd, inputs)
+        return inputs, torch.where(chosen, tokens, IGNORE)
+
+    rejects(checks.check_mlm_masking,
+            redteam_entry("round10_ch08_mlm", "W_18_random_token_shared_by_pairs"),
+            "120,000 BERT inputs", "pairs of neighbouring positions (j, j + 1), j even",
+            "the neighbours share one draw", "not one per pair of neighbours")
+    rejects(checks.check_mlm_masking, shared_odd_pairs, "(j, j + 1), j odd",
+            "the neighbours share one draw")
+    rejects(checks.check_mlm_masking,
+            redteam_entry("round10_ch08_mlm", "W_22_replacement_row_offset_plus_position"),
+            "pairs of random replacements in one row", "0 are the same token",
+            "avoid each other", "one per row combined with the position")
+
+
+def test_check_mlm_masking_round10_bfloat16_uniforms():
+    """W_01: choosing and deciding with bfloat16 uniforms (8 bits) chooses 15.19%: 8.5
+    standard errors off on the 120,000-row call."""
+    rejects(checks.check_mlm_masking,
+            redteam_entry("round10_ch08_mlm", "W_01_bfloat16_uniforms"),
+            "120,000 BERT inputs", "15.19% of the 2,676,994 ordinary positions were chosen",
+            "bfloat16 uniforms (8 bits)")
+
+
+def test_the_round10_tests_cost_little_of_the_budget_and_see_bfloat16():
+    """The big call's chosen share (exact binomial at 5.5 SE) and the four agreement tests
+    (cut-offs at 1e-9 each, checked here on the call's expected numbers of pairs, at both
+    ends of the agreement probability of a right solution, 58/59^2 to 1/59): below 5e-8
+    together, so the module's total stays below 7.7e-7 (7.2e-7 before round 10, plus these
+    and the third rate of the big call). bfloat16 uniforms choose with probability 0.15187
+    (measured on 5e7 draws): 8 standard errors or more there."""
+    vocab = ch08._masking_vocab()
+    big = ch08._masking_batch(vocab, num_rows=ch08.SPLIT_ROWS, seed=9)
+    n_ord = int((big >= vocab.num_specials).sum())
+    assert n_ord == 2_676_994
+    se = math.sqrt(n_ord * 0.15 * 0.85)
+    k = ch08.SE_TOLERANCE
+    rates = {"chosen share": _binomial_tails(n_ord, 0.15, math.floor(n_ord * 0.15 - k * se),
+                                             math.ceil(n_ord * 0.15 + k * se))}
+    p_low, p_high = 58 / 59 ** 2, 1 / 59
+    for name, m in (("neighbours, j even", 100), ("neighbours, j odd", 90),
+                    ("pairs in a row", 5_100), ("pairs in a row, more", 5_500)):
+        low, high = ch08._binomial_cutoffs(m, p_low, p_high)
+        below = _binomial_tails(m, p_low, low - 1, m + 1)
+        above = _binomial_tails(m, p_high, -1, high)
+        assert below <= ch08.PAIR_TAIL and above <= ch08.PAIR_TAIL, (name, below, above)
+        rates[name] = below + above
+    assert rates["chosen share"] < 4e-8
+    assert sum(rates.values()) < 5e-8, rates
+    assert (0.15187 - 0.15) / math.sqrt(0.15 * 0.85 / n_ord) > 8
+
+
+def test_check_bert_param_count_round10_messages():
+    """W_21 (max(num_blks, 1)) fails on num_blks=0; W_09 (max_len + 2 position rows) and
+    W_16 (dense2's bias left out) are told their own faults, W_16 with the other count that
+    fits (W_o's bias)."""
+    count = checks.check_bert_param_count
+    entry = functools.partial(redteam_entry, "round10_ch08_param")
+    rejects(count, entry("W_21_at_least_one_block"), "num_blks=0", "the model has 4,294",
+            "max(num_blks, 1)", "multiply the per-block count by num_blks itself")
+    text = rejects(count, entry("W_09_position_off_by_one"),
+                   "position embeddings max_len + 2 rows")
+    assert "segment embeddings 3 rows" not in text
+    rejects(count, entry("W_16_ffn_dense2_no_bias"), "the bias of the FFN's second layer",
+            "the bias of the attention's output projection W_o")
+    rejects(count, entry("W_19_mlm_hidden_no_bias"), "the bias of the MLM head's hidden "
+            "layer", "the bias of the pooler")
+    assert ch08._reference_param_count(100, 16, 40, 0, 20) == 4294

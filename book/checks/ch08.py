@@ -64,11 +64,17 @@ are seeded first, so the verdict is the same on every run) and tests, on the poo
   [MASK] share among the chosen positions
     whose left (right) neighbour is chosen too
     (about 5,300 each) = 0.8                    6 SE           2 x 2.3e-9 (exact binomial)
-  one more call on 40,000 rows (892,140
-    ordinary positions, about 134,000 chosen):
-    [MASK] share 0.8; unchanged share
-    0.1 + 0.1/60                                5.5 SE each    2 x 3.9e-8 (exact binomial)
-  total                                                        < 7.2e-7, below one in a
+  one more call on 120,000 rows (2,676,994
+    ordinary positions, about 401,500 chosen):
+    chosen share 0.15; [MASK] share 0.8;
+    unchanged share 0.1 + 0.1/60                5.5 SE each    3 x 3.9e-8 (exact binomial)
+  the random replacements of that call: pairs
+    of neighbours (j, j + 1), j even and j odd
+    (about 100 each), agreeing (1/60); pairs
+    in one row (1st and 2nd, 3rd and 4th, ...;
+    about 5,100), agreeing (1/60)               cut-offs at    4 x 1e-9 (exact binomial,
+                                                1e-9           at 58/59^2 and 1/59)
+  total                                                        < 7.7e-7, below one in a
                                                                million
 
 Seeding inside the function (torch.manual_seed, a torch.Generator's manual_seed, numpy's
@@ -715,16 +721,42 @@ def _check_decisions_apart_from_neighbours(labelled, to_mask):
                  "neighbour's (not u.roll(...), not r[:-1] and r[1:] of one draw).")
 
 
-SPLIT_ROWS = 40_000  # the call that measures the 80/10/10 split precisely
+SPLIT_ROWS = 120_000  # the call that measures the rates and the 80/10/10 split precisely
+PAIR_TAIL = 1e-9       # each agreement test of that call: its binomial tail for a right one
+
+
+def _binomial_cutoffs(n, p_low, p_high, tail=PAIR_TAIL):
+    """(low, high): for X ~ Binomial(n, p) with p_low <= p <= p_high, P(X < low) <= tail
+    (at p_low) and P(X >= high) <= tail (at p_high); exact sums in log space."""
+    def pmf(k, p):
+        return math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+                        + k * math.log(p) + (n - k) * math.log1p(-p))
+    low, total = 0, 0.0
+    while low <= n and total + pmf(low, p_low) <= tail:
+        total += pmf(low, p_low)
+        low += 1
+    high, total = n + 1, 0.0
+    while high > 0 and total + pmf(high - 1, p_high) <= tail:
+        total += pmf(high - 1, p_high)
+        high -= 1
+    return low, high
 
 
 def _check_split_precisely(fn, vocab):
-    """One more call, on 40,000 rows (892,140 ordinary positions, about 134,000 chosen),
-    measures the split to a tenth of a point: one standard error is 0.11 points for the
-    [MASK] share and 0.083 for the unchanged share (10% + 10%/60: a random token is the
-    original 1 time in 60). A split 1 point off (81/10/9, or 80/11/9) is 9 or 12 standard
-    errors off, and 80.8/10.1/9.1 is 7 and 11. Failing needs 5.5 standard errors: exact
-    binomial tails 2 x 3.9e-8."""
+    """One more call, on 120,000 rows (2,676,994 ordinary positions, about 401,500 chosen,
+    about 40,000 random replacements), measures the rates to a tenth of a point or better:
+    one standard error is 0.022 points for the chosen share, 0.063 for the [MASK] share and
+    0.048 for the unchanged share (10% + 10%/60: a random token is the original 1 time in
+    60). A split 1 point off (81/10/9, or 80/11/9) is 16 or 21 standard errors off, and
+    80.8/10.1/9.1 is 13 and 19; bfloat16 uniforms (8 bits: 15.19% chosen) put the chosen
+    share 8.6 standard errors off. Failing needs 5.5 standard errors: exact binomial tails
+    3 x 3.9e-8. Then the random replacements of that call: two in neighbouring positions
+    (j, j + 1), j even, and j odd (two families of disjoint pairs, about 100 each), and two
+    in one row (its 1st and 2nd, its 3rd and 4th, ...: disjoint, about 5,500 pairs) agree
+    with probability 1/60 for independent uniform draws, and between 58/59^2 and 1/59 for
+    draws that avoid the original token; a pair tied together (one draw per pair of
+    neighbours) agrees far more, one draw per row shifted by the position never. Failing
+    needs a count beyond the exact binomial cut-offs at PAIR_TAIL = 1e-9: 4 x 1e-9."""
     tokens = _masking_batch(vocab, num_rows=SPLIT_ROWS, seed=9)
     case = (f"a batch of {tokens.shape[0]:,} BERT inputs of length {tokens.shape[1]} (the "
             "split measured to a tenth of a point)")
@@ -734,6 +766,17 @@ def _check_split_precisely(fn, vocab):
     n = int(labelled.sum())
     if n < 10_000:
         return  # the chosen rate is tested on the main batch
+    n_ord = int((tokens >= vocab.num_specials).sum())
+    z = _z(n, n_ord, P_CHOOSE)
+    if abs(z) > SE_TOLERANCE:
+        se = math.sqrt(P_CHOOSE * (1 - P_CHOOSE) / n_ord)
+        fail(f"on {case}, {n / n_ord:.2%} of the {n_ord:,} ordinary positions were chosen; "
+             f"expected 15% ({abs(z):.1f} standard errors off: one standard error is "
+             f"{se:.3%} here, tolerance {SE_TOLERANCE}).",
+             "choose with probability 0.15 exactly: torch.rand(tokens.shape) < 0.15, with "
+             "float32 uniforms (the default). A low-precision draw rounds the threshold: "
+             "bfloat16 uniforms (8 bits) fall below 0.15 with probability 0.1519, and "
+             "below 0.8 or 0.9 off by as much.")
     masked = int((labelled & (inputs == vocab.mask)).sum())
     kept = int((labelled & (inputs == tokens)).sum())
     p_kept = P_KEEP * (1 + 1 / (len(vocab) - vocab.num_specials))
@@ -751,7 +794,56 @@ def _check_split_precisely(fn, vocab):
                  "draw one uniform number u per chosen position and compare it with the "
                  "exact thresholds: u < 0.8 -> [MASK], 0.8 <= u < 0.9 -> a random token, "
                  "otherwise unchanged (if you reuse the choosing uniform, u / 0.15 is "
-                 "uniform on [0, 1): rescale it by 0.15 exactly).")
+                 "uniform on [0, 1): rescale it by 0.15 exactly); draw float32 uniforms "
+                 "(the default), not bfloat16 or float16 ones.")
+    _check_replacement_pairs(inputs, labelled & (inputs != tokens) & (inputs != vocab.mask),
+                             vocab, case)
+
+
+def _check_replacement_pairs(inputs, to_random, vocab, case):
+    """Pairs of random replacements, each pair's agreement a Bernoulli of probability
+    between 58/59^2 and 1/59 for a right solution, the pairs of one family disjoint (so
+    independent): neighbours (j, j + 1) for j even and for j odd, and the 1st and 2nd
+    replacement of a row, its 3rd and 4th, ..."""
+    k = len(vocab) - vocab.num_specials
+    p_low, p_high = (k - 2) / (k - 1) ** 2, 1 / (k - 1)    # avoiding the original, or not
+    hint = ("draw one random token for each position on its own: torch.randint("
+            "vocab.num_specials, len(vocab), tokens.shape), not one per pair of neighbours "
+            "(a draw of half the length, repeated) or one per row combined with the "
+            "position, and not tokens drawn without replacement.")
+    n = inputs.shape[1]
+    for parity, which in ((0, "even"), (1, "odd")):
+        left, right = slice(parity, n - 1, 2), slice(parity + 1, n, 2)
+        both = to_random[:, left] & to_random[:, right]
+        m = int(both.sum())
+        if m < 30:
+            continue
+        same = int((inputs[:, left][both] == inputs[:, right][both]).sum())
+        high = _binomial_cutoffs(m, p_low, p_high)[1]
+        if same >= high:
+            fail(f"on {case}, of the {m} pairs of neighbouring positions (j, j + 1), j "
+                 f"{which}, that both got a random token, {same} got the same token "
+                 f"({same / m:.0%}); independent draws from the {k} ordinary tokens "
+                 f"agree 1 time in {k} (at most {high - 1} of {m} here): the neighbours "
+                 "share one draw.", hint)
+    where = to_random.nonzero()                   # row-major: a row's replacements in order
+    values = inputs[to_random]
+    rank = (to_random.cumsum(1) - 1)[to_random]      # 0, 1, 2, ... within each row
+    first = ((rank % 2 == 0)[:-1] & (where[1:, 0] == where[:-1, 0])).nonzero().flatten()
+    m = len(first)
+    if m < 1000:
+        return
+    same = int((values[first] == values[first + 1]).sum())
+    low, high = _binomial_cutoffs(m, p_low, p_high)
+    if same < low or same >= high:
+        fail(f"on {case}, of the {m:,} pairs of random replacements in one row (a row's "
+             f"1st and 2nd, its 3rd and 4th, ...), {same} are the same token "
+             f"({same / m:.2%}); "
+             f"independent draws from the {k} ordinary tokens agree 1 time in {k}, "
+             f"{low} to {high - 1} times here: "
+             + ("your replacements in one row avoid each other; they are not drawn for "
+                "each position on its own." if same < low else
+                "your replacements in one row are tied together."), hint)
 
 
 def _check_split_not_exact(log):
@@ -1113,8 +1205,18 @@ _SLIPS = [  # (switches, what a count with them does)
                           "(num_hiddens per block)"),
     (dict(extra_blk=True), "counts num_blks + 1 blocks (one block too many: an off-by-one "
                            "in the loop over the blocks?)"),
-    (dict(extra_pos=True), "gives the position embeddings max_len + 1 rows instead of "
-                           "max_len"),
+    (dict(extra_pos=1), "gives the position embeddings max_len + 1 rows instead of "
+                        "max_len"),
+    (dict(extra_pos=2), "gives the position embeddings max_len + 2 rows instead of "
+                        "max_len (RoBERTa's offset for the padding id; BERTModel has "
+                        "max_len rows)"),
+    (dict(ffn2_bias=False), "leaves out the bias of the FFN's second layer, dense2 "
+                            "(num_hiddens per block)"),
+    (dict(ffn1_bias=False), "leaves out the bias of the FFN's first layer, dense1 "
+                            "(ffn_num_hiddens per block)"),
+    (dict(mlm_hidden_bias=False), "leaves out the bias of the MLM head's hidden layer "
+                                  "(num_hiddens)"),
+    (dict(pooler_bias=False), "leaves out the bias of the pooler (num_hiddens)"),
 ]
 
 
@@ -1127,7 +1229,11 @@ def _slip_count(config, kw):
         kw["seg"] = P
     L = L + 1 if kw.pop("extra_blk", False) else L
     extra = -L * H if kw.pop("wo_bias", True) is False else 0
-    extra += H if kw.pop("extra_pos", False) else 0
+    extra -= L * H if kw.pop("ffn2_bias", True) is False else 0
+    extra -= L * F if kw.pop("ffn1_bias", True) is False else 0
+    extra -= H if kw.pop("mlm_hidden_bias", True) is False else 0
+    extra -= H if kw.pop("pooler_bias", True) is False else 0
+    extra += H * kw.pop("extra_pos", 0)
     if kw.pop("seg_numbers", False):
         kw["seg"], extra = 0, extra + 2
     return _count(V, H, F, L, P, **kw) + extra
@@ -1179,7 +1285,9 @@ def check_bert_param_count(fn):
     """Check `fn(vocab_size, num_hiddens, ffn_num_hiddens, num_blks, max_len)` -> int, the
     number of parameters of book.bert.BERTModel, against the model itself (meta device), on
     six configurations, the last above 2^31 parameters (a count in int32 overflows there); a
-    wrong count is matched against the usual slips on all six."""
+    wrong count is matched against the usual slips on all six (every slip that fits is
+    named). Then num_blks=0 (the model builds; max(num_blks, 1) is named), and more
+    configurations and the six again (a count that keeps state)."""
     cases = [(100, 16, 40, 1, 20), (500, 32, 64, 3, 64), (1293, 128, 256, 2, 64),
              (30522, 768, 3072, 12, 512), (30522, 1024, 4096, 24, 512),
              (250000, 4096, 16384, 48, 2048)]
@@ -1200,6 +1308,7 @@ def check_bert_param_count(fn):
         got.append(count)
         returned.append(value)
     if got == expected:
+        _check_no_blocks(fn)
         _check_count_keeps_no_state(fn, cases)
         return None
     for (V, H, F, L, P), want, count, value in zip(cases, expected, got, returned):
@@ -1243,6 +1352,30 @@ def check_bert_param_count(fn):
             "head (H^2+H, LayerNorm 2H, H*V+V), NSP head 2H+2.")
     fail(f"bert_param_count gives {count:,} on {case}; the model has {want:,} "
          f"(yours is {direction}).", hint)
+
+
+def _check_no_blocks(fn):
+    """num_blks=0: BERTModel builds (embeddings, pooler and heads, no encoder block), and
+    its count is the formula's with no block term. A count that keeps at least one block
+    (max(num_blks, 1)) is one block's parameters too many there."""
+    config = V, H, F, L, P = (100, 16, 40, 0, 20)
+    case = (f"vocab_size={V}, num_hiddens={H}, ffn_num_hiddens={F}, num_blks={L}, "
+            f"max_len={P} (no encoder block: BERTModel builds with num_blks=0)")
+    with forbidden(_building_refused(), "the exercise asks for the count by formula (do "
+                   "not build the model)."):
+        value = call(fn, *config, name="bert_param_count", case=case)
+    count, want = _as_int(value), _reference_param_count(*config)
+    if count == want:
+        return
+    shown = f"{count:,}" if count is not None else f"{type(value).__name__} {value!s:.60}"
+    block = _count(V, H, F, 1, P) - _count(V, H, F, 0, P)
+    one_block = count is not None and count - want == block
+    fail(f"bert_param_count gives {shown} on {case}; the model has {want:,}"
+         + (f", {block:,} fewer: yours counts one block's parameters ({block:,}) with no "
+            "block there, as if it kept at least one (max(num_blks, 1)?)." if one_block else
+            ". It was right on every configuration with one block or more."),
+         "multiply the per-block count by num_blks itself: with 0 blocks the blocks add "
+         "nothing, and the embeddings, pooler and heads remain.")
 
 
 def _check_count_keeps_no_state(fn, cases):
