@@ -271,6 +271,47 @@ def test_float64_gradients_are_held_to_float64_accuracy():
     accepts(check, torch.tanh)
 
 
+def test_gradient_cases_are_rerun_in_half_precision():
+    # round 10: .detach() only for float16/bfloat16 inputs passed every float32 gradient case
+    from book.checks._core import expect_gradients
+
+    @checker("half gradients")
+    def check(fn):
+        x = torch.linspace(-1, 1, 7)
+        expect_gradients(fn, torch.tanh, [("x", x)], name="fn", case="a float32 vector")
+
+    def detached_in_half(x):
+        return torch.tanh(x.detach() if x.dtype in (torch.float16, torch.bfloat16) else x)
+
+    def one_input_lost_in_bfloat16(x, y):
+        return torch.tanh(x) + (y.detach() if x.dtype == torch.bfloat16 else y)
+
+    rejects(check, detached_in_half, "a float32 vector with the inputs cast to float16",
+            "requires_grad=False", "only for float16/bfloat16 inputs")
+
+    @checker("half gradients, two inputs")
+    def check_two(fn):
+        x, y = torch.linspace(-1, 1, 7), torch.linspace(0, 1, 7)
+        expect_gradients(fn, lambda a, b: torch.tanh(a) + b, [("x", x), ("y", y)],
+                         name="fn", case="two float32 vectors")
+
+    rejects(check_two, one_input_lost_in_bfloat16, "no gradient reaches y",
+            "cast to bfloat16, while in float32 one does")
+    accepts(check, torch.tanh)
+    accepts(check_two, lambda a, b: torch.tanh(a) + b)
+
+    def refuses_half(x):  # a refusal is left to the checker's own half-precision cases
+        if x.dtype in (torch.float16, torch.bfloat16):
+            raise TypeError("no half precision here")
+        return torch.tanh(x)
+
+    accepts(check, refuses_half)
+    # told last: another fault of the same solution is told first
+    message = rejects(check, lambda x: detached_in_half(x) * (2 if x.dtype == torch.float32
+                                                              else 1), "is wrong")
+    assert "float16" not in message
+
+
 def test_a_sparse_result_gets_a_message():
     from book.checks._core import expect_tensor
 

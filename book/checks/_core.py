@@ -120,6 +120,7 @@ def seeded(seed=0):
 
 class _Failures(list):
     active = False  # True while a check runs
+    half_probes = 0  # gradient cases re-run in half precision (_expect_half_gradients)
 
 
 _float64_failures = _Failures()  # float64-accuracy failures of the running check, told last
@@ -164,6 +165,7 @@ def _collecting(outer):
         return
     _float64_failures.clear()
     _float64_failures.active = True
+    _float64_failures.half_probes = 0
     try:
         yield
     finally:
@@ -609,4 +611,55 @@ def expect_gradients(fn, reference, inputs, *, name, case, extra=(), params=(),
         if ref.dtype == torch.float64:  # float64 inputs: float64 gradients (told last)
             expect_float64_accuracy(grad, ref.broadcast_to(grad.shape),
                                     what=f"the gradient with respect to {label}", case=case)
+    if not params:
+        _expect_half_gradients(fn, inputs, extra, pick, outputs, name, case,
+                               [label for label, grad in zip(labels, grads) if grad is not None])
     return result
+
+
+_HALF_PROBES = 3  # float32/float64 gradient cases per check that are re-run in half precision
+
+
+def _expect_half_gradients(fn, inputs, extra, pick, outputs, name, case, reached):
+    """Run a gradient case again in float16 and bfloat16: gradients must still flow (a
+    .detach(), no_grad() or NumPy path taken only for half-precision inputs passes every
+    float32 case). Only whether gradients flow is judged here, not their values; a call that
+    raises is left to the checker's own half-precision cases. Told last, like float64
+    accuracy, so that a checker's own messages come first."""
+    if (not _float64_failures.active or _float64_failures.half_probes >= _HALF_PROBES
+            or any(t.dtype in (torch.float16, torch.bfloat16) for _, t in inputs)
+            or sum(t.numel() for _, t in inputs) > 100_000):
+        return
+    _float64_failures.half_probes += 1
+    for dtype in (torch.float16, torch.bfloat16):
+        leaves = [t.detach().to(dtype).requires_grad_(True) for _, t in inputs]
+        try:
+            with torch.random.fork_rng(devices=[]):
+                result = fn(*leaves, *extra)
+                out = pick(result) if isinstance(result, (tuple, list)) or outputs else [result]
+                out = [o for o in out if isinstance(o, torch.Tensor) and o.is_floating_point()]
+                if not out:
+                    return
+                flowing = [o for o in out if o.requires_grad]
+                grads = (torch.autograd.grad(sum(o.float().sum() for o in flowing), leaves,
+                                             allow_unused=True) if flowing else [])
+        except Exception:  # noqa: BLE001 - refused or crashed: the checker's own cases judge
+            return
+        where = f"{case} with the inputs cast to {str(dtype)[6:]}"
+        if not flowing:
+            failure = (f"no gradient can flow back through {name} on {where}: its output "
+                       "has requires_grad=False, although the inputs require grad (in "
+                       "float32 they get gradients).")
+        else:
+            lost = [label for (label, _), grad in zip(inputs, grads)
+                    if grad is None and label in reached]
+            if not lost:
+                continue
+            failure = (f"no gradient reaches {lost[0]} through {name} on {where}, while in "
+                       "float32 one does.")
+        _float64_failures.append(
+            (failure, "a path taken only for float16/bfloat16 inputs leaves autograd "
+                      "(.detach(), torch.no_grad(), .data, NumPy or a tensor rebuilt from "
+                      "values). Mixed-precision training runs exactly these dtypes: keep "
+                      "every step in PyTorch operations on the inputs."))
+        return
