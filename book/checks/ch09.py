@@ -45,11 +45,12 @@ def _top_p_cases():
     """(case, logits, p): asymmetric, unsorted, ties, long rows, -inf entries, large
     logits, float16, a mass that reaches p exactly, near-ties (also one that float16
     cannot tell apart, and one 5e-6 apart in relative terms), a mass 5e-6 below p, a
-    non-contiguous input, long bfloat16 rows. Apart from the exact case, the masses just
-    below p (5e-6, and 4.8e-7 with dyadic probabilities, exact in float32) and the
-    4,096-token rows (1.1e-4 in float16, 4.7e-4 in bfloat16), every
-    case keeps a margin of at least 1e-3 between p and the mass above any token, so float32
-    rounding cannot change the verdict."""
+    non-contiguous input, long bfloat16 rows, p just below 1, float64 masses 1e-10 from p.
+    Apart from the exact case, the masses just below p (5e-6, and 4.8e-7 with dyadic
+    probabilities, exact in float32), the 4,096-token rows (1.1e-4 and 1.9e-4 in float16,
+    4.7e-4 in bfloat16), the rows at p = 1 - 1e-9 (1.9e-5) and the float64 rows (1e-10,
+    which float64 resolves), every case keeps a margin of at least 1e-3 between p and the
+    mass above any token, so float32 rounding cannot change the verdict."""
     g = torch.Generator().manual_seed(9)
     shuffled = torch.randn(4, 10, generator=g) * 2.0
     long_rows = torch.randn(3, 257, generator=g) * 3.0
@@ -97,11 +98,24 @@ def _top_p_cases():
          _logits_from([[0.6 - 5e-6, 0.3, 0.1 + 5e-6]]), 0.6),
         ("p=1.0 on logits already filtered by top-k (the -inf stay -inf)",
          torch.cat([_filtered_row(), after_top_k]), 1.0),
+        # Every token is kept: the smallest probability, 1.9e-5, is far above 1 - p. A
+        # float32 running sum ends a few steps from 1 (0.99999988 in three of the rows, with
+        # the portable kernels too), below p, so a count of the sums below p, plus one, is
+        # V + 1.
+        ("4 rows of 1,000 logits, p = 1 - 1e-9 (just below 1: every token is kept)",
+         torch.randn(4, 1000, generator=torch.Generator().manual_seed(5)), 1 - 1e-9),
         # Long float16 rows: float16 rounding in a softmax or cumsum moves the boundary by
         # several tokens. Seed 46 leaves 1.1e-4 between p and the mass above any token, far
         # above float32 rounding (tests/test_checks_ch09.py checks the margin). 4,096 tokens
         # keep an O(V^2) pairwise solution within memory.
         ("2 rows of 4,096 float16 logits (2 * randn), p=0.9", _long_float16(), 0.9),
+        # Float16 numbers near 0.75 are 0.00049 apart, and 0.75 is one of them: a running
+        # sum kept in float16 rounds a mass within 0.00024 below p up to p. Seed 246 puts
+        # the mass above one token of each row 1.9e-4 and 2.0e-4 below p (those tokens are
+        # kept) and leaves 1.9e-4 between p and the mass above any token.
+        ("2 rows of 4,096 float16 logits (2 * randn, another draw), p=0.75 (the mass above "
+         "the last kept token of each row is about 2e-4 below p)", _long_float16(246),
+         0.75),
         # The same in bfloat16 (8 significant bits, a sum near 0.9 grows in steps of 0.004):
         # a solution that computes in float32 for float16 only moves the boundary by about
         # 25 tokens. Seed 56 leaves 4.7e-4 between p and the mass above any token.
@@ -123,7 +137,22 @@ def _top_p_cases():
         ("probabilities [1/8, 1/2, 1/16, 1/4, 1/16], p=0.75 + 2^-21 = 0.75000048 (the mass "
          "above token 0, 0.75, is 4.8e-7 below p: token 0 is kept)",
          torch.tensor([[-3.0, -1.0, -4.0, -2.0, -4.0]]) * LN2, 0.75 + 2 ** -21),
+        # Last (float64 accuracy is told after any other fault): float64 logits whose masses
+        # lie 1e-10 from p, far beyond float64 rounding (1e-16) and far within float32's
+        # (3e-8 near 0.3; p itself is 0.30000001 in float32). Computed in float32 (or with p
+        # rounded to float32), both rows are the same numbers, and one of them is wrong.
+        ("float64 probabilities [0.2, 0.1 + d, 0.098, ...] with d = 1e-10 in row 0 and "
+         "-1e-10 in row 1, p=0.3: the mass above token 2 is 0.3 + 1e-10 (removed) in row 0 "
+         "and 0.3 - 1e-10 (kept) in row 1", _float64_near_p(), 0.3),
     ]
+
+
+def _float64_near_p():
+    """Two rows of float64 logits: probabilities 0.2, 0.1 + d, then 0.098 down to 0.07 and
+    0.028 - d, with d = 1e-10 and -1e-10: the mass above token 2 is 0.3 + d."""
+    tail = [0.098, 0.094, 0.09, 0.086, 0.082, 0.078, 0.074, 0.07]
+    return torch.tensor([[0.2, 0.1 + d] + tail + [0.028 - d] for d in (1e-10, -1e-10)],
+                        dtype=torch.float64).log()
 
 
 def _filtered_row():
@@ -140,8 +169,8 @@ def _last_position(rows):
     return out[:, -1, :]
 
 
-def _long_float16():
-    g = torch.Generator().manual_seed(46)
+def _long_float16(seed=46):
+    g = torch.Generator().manual_seed(seed)
     return (torch.randn(2, 4096, generator=g) * 2).half()
 
 
@@ -173,6 +202,7 @@ def check_top_p_filter(fn):
         for row in range(len(logits) if len(logits) > 1 else 0):
             alone = _call_top_p(fn, logits[row:row + 1], p, f"{case}, row {row} alone")
             if not torch.equal(torch.isfinite(alone[0]), torch.isfinite(out[row])):
+                _expect_minus_inf_kept(logits[row], out[row], alone[0], p, case, row)
                 _expect_no_state(fn, logits, p, case)
                 _batch_differs(logits[row:row + 1], p, out[row], alone[0],
                                f"on {case}, row {row}", batch=logits)
@@ -183,6 +213,24 @@ def check_top_p_filter(fn):
             raise
     _check_top_p_gradient(fn)
     return passed("top_p_filter")
+
+
+def _expect_minus_inf_kept(row_logits, in_batch, alone, p, case, row):
+    """For a row kept differently in the batch and alone: fail if a -inf of the input is
+    finite in either answer (a -inf replaced by a number taken from the batch, say)."""
+    for answer, how in ((in_batch, "in the batch"), (alone, "when it is passed alone")):
+        revived = torch.isneginf(row_logits) & torch.isfinite(answer)
+        if revived.any():
+            j = int(revived.nonzero()[0])
+            fail(f"on {case}, row {row}: token {j} is -inf in the input (removed "
+                 f"before, by top-k), but your output {how} gives it the logit "
+                 f"{answer[j].item():.4g}, so it can be kept: the row keeps tokens "
+                 f"{_short_ids(torch.isfinite(in_batch))} in the batch and "
+                 f"{_short_ids(torch.isfinite(alone))} alone.",
+                 "-inf entries must stay -inf: a token with probability 0 is never kept. "
+                 "Do not replace -inf by a finite number (a minimum of the logits, "
+                 "nan_to_num, torch.where(torch.isinf(logits), ...)): torch.softmax "
+                 "handles -inf as it is, and masked_fill only adds more of them.")
 
 
 def _batch_differs(row_logits, p, in_batch, alone, where, batch=None):
@@ -291,9 +339,10 @@ def _index_hint(error, p):
     count of kept tokens came out 0 or V + 1."""
     if not (isinstance(error, IndexError) or "out of bounds" in str(error)):
         return None
-    at_one = (" At p = 1 the running sum may never reach p (float rounding, or tokens of "
-              "probability 0 from -inf logits), so (cumsum < p).sum() is V, and + 1 is "
-              "V + 1, past the last index." if p >= 1 else "")
+    at_one = (f" At p = {'1' if p >= 1 else f'{p:.12g}, just below 1,'} the running sum "
+              "may never reach p (float rounding, or tokens of probability 0 from -inf "
+              "logits), so (cumsum < p).sum() is V, and + 1 is V + 1, past the last index."
+              if p > 1 - 1e-6 else "")
     return ("an index past the end of a row (or below 0): the number of kept tokens must "
             "be between 1 and V." + at_one + " Count the tokens whose mass above, "
             "cumsum - probs, is below p: that count is at least 1 and at most V.")
@@ -384,6 +433,7 @@ def _explain_wrong_set(out, logits, kept, yours, p, where):
                  f"{len(missing)} removed that should be kept, e.g. {missing[:5]})")
     probs = torch.softmax(logits.double(), dim=-1)
     softmax_out = torch.softmax(out.double(), dim=-1)
+    _float64_boundary(logits, probs, extra + missing, p, where)
     if _overflow_note(logits):
         fail(f"{where}.", _overflow_note(logits).strip() + " Your kept set is wrong only "
              "here, where exp() of the raw logits is inf and inf / inf is NaN.")
@@ -395,11 +445,13 @@ def _explain_wrong_set(out, logits, kept, yours, p, where):
         # in float16 or cast back to it; on the bfloat16 rows, float16 has passed: the
         # upcast is likely made for float16 only.
         which = ("not only for float16, " if logits.dtype == torch.bfloat16 else "")
+        near_p = f"{p:g}" if 0.5 <= p < 1 else "0.9"  # the steps hold from 0.5 to 1
         fail(f"{where}.",
              f"on long {name} rows, {name} rounding in the softmax and the running sum "
-             f"moves the boundary ({name} has {digits}, and a sum near 0.9 grows in steps "
-             f"of {step}): compute the probabilities and their cumsum in float32 or "
-             f"float64 for every dtype (logits.float(), or logits.double()), {which}and "
+             f"moves the boundary ({name} has {digits}, and a sum near {near_p} grows in "
+             f"steps of {step}): compute the probabilities and their cumsum in float32 or "
+             f"float64 for every dtype (logits.float(); float64 logits stay float64), "
+             f"{which}and "
              f"keep them there through the sort and the cumsum: probabilities computed in "
              f"float32 and cast back (probs.to(logits.dtype)) are {name} numbers again. "
              "Cast only the returned logits to the logits' dtype.")
@@ -457,6 +509,14 @@ def _explain_wrong_set(out, logits, kept, yours, p, where):
              "the decision is made in sorted order: map it back to the tokens' own "
              "positions (scatter with the sort's indices, or compare each probability with "
              "the threshold), not the sorted ones." + _overflow_note(logits))
+    order = probs.sort(descending=True, stable=True).indices
+    if torch.equal(yours, kept[order][order]):
+        fail(f"{where}: your kept set is the decision made in sorted order, read back with "
+             "the sort's indices a second time (keep_sorted.gather(-1, idx)).",
+             "gather(-1, idx) applies the sort's permutation again instead of undoing it: "
+             "put each sorted decision back at its token's position with "
+             "keep_sorted.scatter(-1, idx, keep_sorted), or compare each probability with "
+             "the threshold (probs >= the probability of the last kept token).")
     if int(probs.argmax()) not in got:
         fail(f"{where}: the most probable token, {int(probs.argmax())}, is dropped.",
              "sort in descending order (descending=True): the nucleus is made of the most "
@@ -464,6 +524,31 @@ def _explain_wrong_set(out, logits, kept, yours, p, where):
     fail(f"{where}.",
          "keep the most probable tokens of each row, up to and including the one that "
          "crosses p." + _overflow_note(logits))
+
+
+def _float64_boundary(logits, probs, tokens, p, where):
+    """For float64 logits: fail, naming float32, if every wrongly kept or removed token has
+    a mass above it within float32 resolution of p but not exactly p (the case of masses
+    1e-10 from p)."""
+    if logits.dtype != torch.float64 or not tokens:
+        return
+    mass = _mass_above(probs[None])[0][tokens]
+    gap = mass - p
+    if not ((gap.abs() < 1e-6) & (gap != 0)).all():
+        return
+    j, m = tokens[0], mass[0].item()
+    side = "above" if m > p else "below"
+    step = torch.finfo(torch.float32).eps * 2.0 ** math.floor(math.log2(p))
+    p32 = float(torch.tensor(p, dtype=torch.float32))
+    fail(f"{where}: the tokens more probable than token {j} have a total probability of "
+         f"{m:.12g}, {abs(m - p):.2g} {side} p={p} (so token {j} is "
+         f"{'removed' if m >= p else 'kept'}); float64 resolves that, float32 (steps of "
+         f"{step:.2g} here) does not.",
+         "float64 logits get float64 accuracy: compute the probabilities, their running "
+         "sum and the comparison with p in float64 (logits.to(torch.promote_types("
+         "logits.dtype, torch.float32)) keeps float64 and turns float16 into float32)."
+         + (f" A float32 tensor compared with p rounds p to float32 too ({p:g} becomes "
+            f"{p32:.8g})." if p32 != p else ""))
 
 
 def _check_top_p_gradient(fn):
@@ -752,6 +837,7 @@ def check_attention_step(fn):
         _run_steps(fn, sequences, case, 1e-5, start=start)
     _judge_first_call(fn, first)
     _check_step_gradient(fn)
+    _check_step_gradient_without_q(fn)
     _check_fork(fn)
     # Last, so that a solution with another fault is told that one first: float64 inputs
     # are computed in float64 (within 1e-15 of the reference here; one computed in float32
@@ -971,7 +1057,8 @@ def _run_steps(fn, sequences, case, tol, start=0):
                             "0. Subtract each row's maximum score before exp, or use "
                             "torch.softmax, which does.")
                 if owned and hint.startswith("compute softmax"):
-                    hint = OWN_CACHE_HINT
+                    hint = ((t >= LONG_PROMPT and _long_cache_hint(fn, Q, K, V, t))
+                            or OWN_CACHE_HINT)
                 if hint.startswith("compute softmax"):
                     hint = (_bf16_beyond_float16(Q, K, t)
                             or _half_precision(out, Q, K, V, t, diff) or hint)
@@ -983,6 +1070,41 @@ def _run_steps(fn, sequences, case, tol, start=0):
                      f"{out.double()[where_max].item():.4g} (largest difference "
                      f"{diff.max().item():.3g}).", hint)
             caches[s] = (keys, values)
+
+
+def _long_cache_hint(fn, Q, K, V, t):
+    """For a wrong output on the long prompt (every shorter cache has passed): the learner's
+    step with caches of 128, 256, ... positions, each passed in whole at one call. If it is
+    right on some and wrong from some length on, the hint says so (the fault grows with the
+    number of keys, not with a cache kept between calls); otherwise None."""
+    right = wrong = None
+    for n in (128, 256, 512, 1024, 2048, 4096):
+        if n >= t:
+            break
+        try:
+            out = _step(fn, Q, K, V, n, K[:, :, :n], V[:, :, :n],
+                        f"a cache of {n} positions")[0]
+        except CheckFailed:
+            return None
+        expected = _full_causal(Q[:, :, :n + 1], K[:, :, :n + 1], V[:, :, :n + 1],
+                                start=n)[:, :, n:n + 1]
+        if (isinstance(out, torch.Tensor) and out.shape == expected.shape
+                and (out.double() - expected).abs().max() <= 1e-5):
+            if wrong is not None:
+                return None     # right again after a wrong one: no pattern to name
+            right = n + 1
+        elif right is None:
+            return None         # wrong on the shortest: nothing tells this from stale state
+        elif wrong is None:
+            wrong = n + 1
+    seen = (f"right with {right:,} keys and wrong with {wrong:,}" if wrong else
+            f"right with up to {right:,} keys and wrong with {t + 1:,}")
+    return (f"given its whole cache at one call, your step is {seen} (caches of 128, 256, "
+            "... positions passed in): the error grows with the number of keys, so it is "
+            "not a cache kept between calls. A softmax taken over blocks of keys (an "
+            "online softmax, as in flash attention) must rescale the running output and "
+            "the running sum by exp(m_old - m_new) whenever the running maximum grows; or "
+            "take torch.softmax over all t + 1 scores at once.")
 
 
 def _expect_no_window(got, full, t, name, where):
@@ -1158,6 +1280,54 @@ def _check_step_gradient(fn):
                  "later steps send gradient back to earlier positions; and the attention "
                  "weights must be computed with autograd on (no torch.no_grad(), .detach() "
                  "or .data on the scores).")
+        if not torch.allclose(x.grad, ref.grad, atol=1e-5, rtol=1e-4):
+            t = int((x.grad - ref.grad).abs().amax(dim=(0, 1, 3)).argmax())
+            fail(f"the gradient with respect to the {name} is wrong on {case}, first at "
+                 f"position {t}.",
+                 "a cache that stores detached keys or values cuts the gradient from later "
+                 "steps to earlier positions: store k and v themselves.")
+
+
+def _check_step_gradient_without_q(fn):
+    """Gradients for the keys and values when q needs none (a frozen query projection, or a
+    gradient wanted for the cache only): a prompt of 3 positions already cached (slices of
+    keys and values that require grad), steps 3..6, q without grad. A cache or attention
+    computed under torch.set_grad_enabled(q.requires_grad) loses the graph here."""
+    g = torch.Generator().manual_seed(23)
+    Q, K, V = torch.randn(3, 2, 2, 7, 4, generator=g)
+    K, V = K.requires_grad_(), V.requires_grad_()
+    weights = torch.randn(2, 2, 4, 4, generator=g)
+    case = ("batch 2, 2 heads, head size 4, a prompt of 3 positions already cached, steps "
+            "3..6, backward() through every output; q needs no gradient, the keys and "
+            "values (the cached ones too) do")
+    past_k, past_v = K[:, :, :3], V[:, :, :3]
+    outputs = []
+    for t in range(3, 7):
+        out, past_k, past_v = _step(fn, Q, K, V, t, past_k, past_v, case + f", step t={t}")
+        outputs.append(out)
+    out = torch.cat(outputs, dim=2)
+    if not out.requires_grad:
+        fail(f"no gradient flows through the output on {case}.",
+             "the output depends on the keys and values as well as on q: build the cache "
+             "and compute the attention with autograd on whether or not q requires grad "
+             "(no torch.no_grad(), torch.set_grad_enabled(q.requires_grad) or .detach() "
+             "around them).")
+    try:
+        (out * weights).sum().backward()
+    except RuntimeError as error:
+        fail(f"backward() through your steps failed on {case}: "
+             f"{str(error).split('Hint:')[0].strip()}",
+             INPLACE_HINT + " In a step: e = e / e.sum(-1, keepdim=True), not e /= ...; "
+             "and extend the cache with torch.cat, not by writing into a buffer.")
+    K2, V2 = (x.detach().clone().requires_grad_() for x in (K, V))
+    (_full_causal(Q, K2, V2, start=3)[:, :, 3:].float() * weights).sum().backward()
+    for name, x, ref in (("keys", K, K2), ("values", V, V2)):
+        if x.grad is None or not torch.isfinite(x.grad).all():
+            fail(f"the gradient with respect to the {name} is missing or not finite on "
+                 f"{case}.",
+                 "the cache must keep the keys and values as given (no .detach()), and the "
+                 "attention must be computed with autograd on, whether or not q requires "
+                 "grad.")
         if not torch.allclose(x.grad, ref.grad, atol=1e-5, rtol=1e-4):
             t = int((x.grad - ref.grad).abs().amax(dim=(0, 1, 3)).argmax())
             fail(f"the gradient with respect to the {name} is wrong on {case}, first at "

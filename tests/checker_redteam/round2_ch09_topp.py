@@ -2,6 +2,9 @@
 and debatable (Q_) solutions written from the exercise text alone, without reading the
 checker; copied from /work/redteam/round2b/sols/ch09_topp.py. The tests run every W_ entry
 (must fail) and every C_, O_ and Q_ entry (must pass). Each docstring names the mistake.
+Renamed in round 10: check_top_p_filter now has float64 rows whose masses lie 1e-10 from p
+(exercise 9.1: float64 logits get float64 accuracy); the entries that compute float64
+logits in float32 are W_ (C_threshold -> W_threshold, O_sort_logits -> W_sort_logits).
 """
 import torch
 
@@ -9,7 +12,7 @@ CHECK = "check_top_p_filter"
 NEG = float("-inf")
 
 
-def C_threshold(logits, p):
+def W_threshold(logits, p):
     """Keep j when the mass of tokens strictly more probable than j is < p: find the smallest
     kept probability in sorted order, keep every token at least that probable."""
     probs = torch.softmax(logits.float(), dim=-1)
@@ -196,7 +199,7 @@ def W_tolerance(logits, p):
     return logits.masked_fill(probs < kept_min - 1e-4, NEG)
 
 
-def O_sort_logits(logits, p):
+def W_sort_logits(logits, p):
     """Sorts the logits (same order as the probabilities), softmax of the sorted row, and
     compares logits with the last kept logit."""
     srt = logits.sort(dim=-1, descending=True).values

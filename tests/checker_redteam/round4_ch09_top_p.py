@@ -1,7 +1,12 @@
 """Round 4 red team (writer R4-C, issue 12), ch09_top_p: wrong (W_), right (C_), odd but right
 (O_) and against-the-wording (S_) solutions written from the exercise text alone;
 copied from /work/redteam/round4/C/sols/ch09_top_p.py with the names W01_x written W_01_x.
-The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass)."""
+The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass).
+Renamed in round 10: check_top_p_filter now has float64 rows whose masses lie 1e-10 from p
+(exercise 9.1: float64 logits get float64 accuracy); the entries that compute float64
+logits in float32 are W_ (O_01_float32_probs -> W_23_float32_probs,
+O_06_float32_one_minus_cumsum -> W_24_float32_one_minus_cumsum).
+"""
 # flake8: noqa
 import math
 import torch
@@ -38,7 +43,7 @@ def C_02_pairwise_mass(logits, p):
     return logits.masked_fill(~torch.stack(out), NEG)
 
 
-def O_01_float32_probs(logits, p):
+def W_23_float32_probs(logits, p):
     return logits.masked_fill(~_keep_mask(logits, p, torch.float32), NEG)
 
 
@@ -221,7 +226,7 @@ def O_05_one_minus_ascending_cumsum(logits, p):
     return logits.masked_fill(~(probs >= thr), NEG)
 
 
-def O_06_float32_one_minus_cumsum(logits, p):
+def W_24_float32_one_minus_cumsum(logits, p):
     probs = torch.softmax(logits.float(), -1)
     sp, idx = probs.sort(-1)
     above = torch.empty_like(probs).scatter_(-1, idx, 1 - sp.cumsum(-1))

@@ -3,7 +3,12 @@
 from /work/redteam/round5/C/sols/ch09_top_p.py with the names W01_x written W_01_x. Wrong ones the
 checker accepts on purpose are named A_ (not tested), with the reason beside them.
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
-(must pass)."""
+(must pass).
+Renamed in round 10: check_top_p_filter now has float64 rows whose masses lie 1e-10 from p
+(exercise 9.1: float64 logits get float64 accuracy); the entries that compute float64
+logits in float32 are W_ (C_01_sort_threshold -> W_23_sort_threshold,
+O_03_log_of_keep_mask -> W_24_log_of_keep_mask).
+"""
 # flake8: noqa
 import math
 import torch
@@ -20,7 +25,7 @@ def _keep(logits, p):
     return probs >= thresh
 
 
-def C_01_sort_threshold(logits, p):
+def W_23_sort_threshold(logits, p):
     return logits.masked_fill(~_keep(logits, p), float("-inf"))
 
 
@@ -31,7 +36,7 @@ def O_02_quadratic_strictly_greater_mass(logits, p):
     return torch.where(mass_above < p, logits, torch.full_like(logits, float("-inf")))
 
 
-def O_03_log_of_keep_mask(logits, p):
+def W_24_log_of_keep_mask(logits, p):
     return logits + torch.log(_keep(logits, p).to(logits.dtype))
 
 
@@ -213,4 +218,4 @@ def W_22_margin_below_p_keep_first(logits, p):
 def S_02_returns_logits_itself_when_p_is_1(logits, p):
     if p >= 1:
         return logits
-    return C_01_sort_threshold(logits, p)
+    return W_23_sort_threshold(logits, p)

@@ -3,7 +3,11 @@ right (O_) and against-the-wording (S_) solutions written from the exercise text
 copied from /work/redteam/round6/C/sols/ch09_topp.py with the names W01_x written W_01_x.
 No wrong one is accepted on purpose (no A_). S_17 (returns the argument object itself for
 p >= 1: aliasing only) is right in value and not tested. tests/test_checks_redteam.py
-runs every W_ entry (must fail) and every C_ and O_ entry (must pass)."""
+runs every W_ entry (must fail) and every C_ and O_ entry (must pass).
+Renamed in round 10: check_top_p_filter now has float64 rows whose masses lie 1e-10 from p
+(exercise 9.1: float64 logits get float64 accuracy); the entries that compute float64
+logits in float32 are W_ (C_01_reference -> W_25_reference).
+"""
 # flake8: noqa
 import torch
 
@@ -21,7 +25,7 @@ def _keep_ref(logits, p):
     return probs >= thr
 
 
-def C_01_reference(logits, p):
+def W_25_reference(logits, p):
     return logits.masked_fill(~_keep_ref(logits, p), NEG)
 
 
@@ -179,7 +183,7 @@ def S_17_p_one_returns_same_object(logits, p):
     """For p >= 1 returns the logits themselves (the same object: aliasing)."""
     if p >= 1:
         return logits
-    return C_01_reference(logits, p)
+    return W_25_reference(logits, p)
 
 
 def W_18_view_needs_contiguous(logits, p):

@@ -4,7 +4,16 @@ copied from /work/redteam/round7/C/sols/ch09_topp.py with the names W01_x writte
 No wrong one is accepted on purpose (no A_). S_05 (returns renormalised log-probabilities:
 the same distribution after softmax, which is what the text asks) is right in value and not
 tested. tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_
-entry (must pass)."""
+entry (must pass).
+Renamed in round 10: check_top_p_filter now has float64 rows whose masses lie 1e-10 from p
+(exercise 9.1: float64 logits get float64 accuracy); the entries that compute float64
+logits in float32 are W_ (C_01_reference_style -> W_23_reference_style,
+O_03_compare_logits_not_probs -> W_24_compare_logits_not_probs, O_04_unsort_by_scatter ->
+W_25_unsort_by_scatter, O_06_where_with_0dim_float32_minus_inf ->
+W_26_where_with_0dim_float32_minus_inf, O_07_skip_sort_when_already_descending ->
+W_27_skip_sort_when_already_descending, O_09_exclusive_cumsum_float32 ->
+W_28_exclusive_cumsum_float32).
+"""
 # flake8: noqa
 import torch
 
@@ -12,7 +21,7 @@ CHECK = "check_top_p_filter"
 NEG = float("-inf")
 
 
-def C_01_reference_style(logits, p):
+def W_23_reference_style(logits, p):
     probs = torch.softmax(logits.float(), dim=-1)
     ranked = probs.sort(dim=-1, descending=True).values
     before = ranked.cumsum(-1) - ranked
@@ -31,7 +40,7 @@ def O_02_float64_searchsorted(logits, p):
     return torch.where(probs >= thr, logits, torch.full_like(logits, NEG))
 
 
-def O_03_compare_logits_not_probs(logits, p):
+def W_24_compare_logits_not_probs(logits, p):
     """Keep-set decided in float32 probabilities, threshold applied on the logits
     (monotone: a logit >= the crossing token's logit is at least as probable)."""
     probs = torch.softmax(logits.float(), dim=-1)
@@ -42,7 +51,7 @@ def O_03_compare_logits_not_probs(logits, p):
     return logits.masked_fill(logits < thr_logit, NEG)
 
 
-def O_04_unsort_by_scatter(logits, p):
+def W_25_unsort_by_scatter(logits, p):
     """Filter in sorted order, then scatter back; ties to the last kept are re-admitted."""
     probs = torch.softmax(logits.float(), dim=-1)
     ranked, order = probs.sort(dim=-1, descending=True)
@@ -59,14 +68,14 @@ def O_04_unsort_by_scatter(logits, p):
 def S_05_returns_log_probs(logits, p):
     """Returns renormalised log-probabilities (softmax of it is the same distribution),
     not the logits with -inf: same distribution, against 'a tensor like logits'?"""
-    kept = C_01_reference_style(logits, p)
+    kept = W_23_reference_style(logits, p)
     return torch.log_softmax(kept.float(), -1).to(logits.dtype)
 
 
 def W_01_log_of_masked_probs(logits, p):
     """log(probs * keep): forward right (-inf where removed), backward NaN (1/0 * 0)."""
     probs = torch.softmax(logits.float(), dim=-1)
-    keep = C_01_reference_style(logits.detach(), p) > NEG
+    keep = W_23_reference_style(logits.detach(), p) > NEG
     return torch.log(probs * keep).to(logits.dtype)
 
 
@@ -98,7 +107,7 @@ def W_04_float_alias_mutates_float32(logits, p):
     """out = logits.float(); out.masked_fill_(...): .float() is a no-op on float32, so the
     caller's logits are changed; float16 input is copied (and cast back)."""
     out = logits.float()
-    keep = C_01_reference_style(logits.detach(), p) > NEG
+    keep = W_23_reference_style(logits.detach(), p) > NEG
     out.masked_fill_(~keep, NEG)
     return out.to(logits.dtype)
 
@@ -126,7 +135,7 @@ def W_06_no_tie_handling(logits, p):
 def W_07_detached_result(logits, p):
     """Builds the result from logits.detach().clone(): no gradient flows."""
     out = logits.detach().clone()
-    keep = C_01_reference_style(out, p) > NEG
+    keep = W_23_reference_style(out, p) > NEG
     out[~keep] = NEG
     return out
 
@@ -165,7 +174,7 @@ def W_10_cutoff_on_logit_gap(logits, p):
 
 def W_11_finite_fill_min(logits, p):
     """Fills removed tokens with the dtype's lowest finite value (float16-safe)."""
-    keep = C_01_reference_style(logits.detach(), p) > NEG
+    keep = W_23_reference_style(logits.detach(), p) > NEG
     return logits.masked_fill(~keep, torch.finfo(logits.dtype).min)
 
 
@@ -207,10 +216,10 @@ def W_14_keeps_k_computed_on_batch_mean(logits, p):
     return out
 
 
-def O_06_where_with_0dim_float32_minus_inf(logits, p):
+def W_26_where_with_0dim_float32_minus_inf(logits, p):
     """torch.where(keep, logits, torch.tensor(-inf)): a 0-dim float32 tensor does not
     promote float16 rows (I expected it to; it is correct)."""
-    keep = C_01_reference_style(logits.detach(), p) > NEG
+    keep = W_23_reference_style(logits.detach(), p) > NEG
     return torch.where(keep, logits, torch.tensor(NEG))
 
 
@@ -255,11 +264,11 @@ def W_18_threshold_compared_in_input_dtype(logits, p):
 
 def W_19_float32_result_for_bfloat16(logits, p):
     """Returns torch.where(keep, logits.float(), -inf): float32 for half/bfloat16 input."""
-    keep = C_01_reference_style(logits.detach(), p) > NEG
+    keep = W_23_reference_style(logits.detach(), p) > NEG
     return torch.where(keep, logits.float(), NEG)
 
 
-def O_07_skip_sort_when_already_descending(logits, p):
+def W_27_skip_sort_when_already_descending(logits, p):
     """Skips the sort when every row is already in descending order (correct)."""
     probs = torch.softmax(logits.float(), dim=-1)
     if bool((probs[..., :-1] >= probs[..., 1:]).all()):
@@ -283,7 +292,7 @@ def O_08_exclusive_cumsum_float64(logits, p):
     return logits.masked_fill(probs < thr, NEG)
 
 
-def O_09_exclusive_cumsum_float32(logits, p):
+def W_28_exclusive_cumsum_float32(logits, p):
     """The same in float32."""
     probs = torch.softmax(logits.float(), dim=-1)
     ranked = probs.sort(dim=-1, descending=True).values
@@ -297,7 +306,7 @@ def O_09_exclusive_cumsum_float32(logits, p):
 def W_21_multiply_by_keep_plus_log(logits, p):
     """logits * keep + log(keep): -inf where removed, but -inf * 0 = NaN for tokens that
     were already -inf (top-k filtered rows)."""
-    keep = (C_01_reference_style(logits.detach(), p) > NEG).to(logits.dtype)
+    keep = (W_23_reference_style(logits.detach(), p) > NEG).to(logits.dtype)
     return logits * keep + torch.log(keep)
 
 
@@ -305,7 +314,7 @@ def W_21_multiply_by_keep_plus_log(logits, p):
 # x itself was for RoPE in round 6.
 def W_10_returns_input_when_nothing_removed(logits, p):
     """Returns `logits` itself (no copy) when every token is kept."""
-    out = C_01_reference_style(logits, p)
+    out = W_23_reference_style(logits, p)
     if bool((out > NEG).eq(logits > NEG).all()):
         return logits
     return out
@@ -313,5 +322,5 @@ def W_10_returns_input_when_nothing_removed(logits, p):
 
 def W_22_half_means_float16(logits, p):
     """Casts the result to float16 for every 2-byte dtype: bfloat16 comes back float16."""
-    out = C_01_reference_style(logits.float(), p)
+    out = W_23_reference_style(logits.float(), p)
     return out.half() if logits.element_size() == 2 else out.to(logits.dtype)
