@@ -213,7 +213,8 @@ def top_p_filter(logits, p):
         raise ValueError(f"top-p needs 0 < p <= 1, got p={p}")
     if p == 1:  # every token: a rounded running sum can reach 1 before the last tokens
         return logits.clone()
-    probs = torch.softmax(logits.float(), dim=-1)                  # (..., V)
+    wide = torch.promote_types(logits.dtype, torch.float32)  # float64 stays float64
+    probs = torch.softmax(logits.to(wide), dim=-1)                 # (..., V)
     ranked = probs.sort(dim=-1, descending=True).values            # (..., V)
     before = ranked.cumsum(dim=-1) - ranked       # the mass of the tokens ranked above each
     num_kept = (before < p).sum(dim=-1, keepdim=True)  # (..., 1): up to the one crossing p
