@@ -687,3 +687,36 @@ def test_round10_unpatchify_image_size_as_torch_size():
     rejects(checks.check_unpatchify, ru.W_19_image_size_swapped_when_torch_size,
             "image_size=X.shape[-2:] = torch.Size([4, 8])", "it has shape (2, 3, 8, 4)",
             "while it is right when image_size is the tuple (4, 8)", "H, W = image_size")
+
+
+# -- Round 11 red team (tests/checker_redteam/round11_ch12_*.py) ----------------------------
+
+def test_round11_float64_values_rounded_to_float32_are_named_before_the_gradient():
+    from checker_redteam import round11_ch12_patchify as rp, round11_ch12_unpatchify as ru
+    for wrong in (rp.W_18_float64_through_float32_finite_only, rp.W_19_float64_cast_plain):
+        text = rejects(checks.check_patchify, wrong,
+                       "float64 random images of shape (3, 2, 6, 4) with patch_size=2",
+                       "the layout is right", "float64 input's numbers rounded to float32",
+                       "no .float()")
+        assert "gradient" not in text and "The layout: patch k" not in text
+    for wrong in (ru.W_15_float64_through_float32_finite_only, ru.W_16_float64_cast_plain):
+        text = rejects(checks.check_unpatchify, wrong,
+                       "float64 random patches of shape (3, 6, 8) with patch_size=2",
+                       "the layout is right", "float64 input's numbers rounded to float32",
+                       "no .float()")
+        assert "gradient" not in text and "The layout: patch k" not in text
+
+    def through_bfloat16(images, p):  # rounded further: named as bfloat16
+        return patchify(images.bfloat16() if images.dtype == torch.float64 else images,
+                        p).to(images.dtype)
+
+    rejects(checks.check_patchify, through_bfloat16, "float64 random images",
+            "float64 input's numbers rounded to bfloat16")
+
+    def float64_transposed_patches(images, p):  # a layout fault in float64 only
+        out = patchify(images, p)
+        return out.flip(1) if images.dtype == torch.float64 else out
+
+    text = rejects(checks.check_patchify, float64_transposed_patches,
+                   "float64 random images", "The layout: patch k")
+    assert "rounded" not in text

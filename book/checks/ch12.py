@@ -227,23 +227,49 @@ HALF_ROUNDED_HINT = ("cutting patches and putting them back move numbers and com
                      "back), and the result holds exactly the input's numbers.")
 
 
+FLOAT64_ROUNDED_HINT = (
+    "cutting patches and putting them back move numbers and compute none: keep the "
+    "input's dtype at every step (no .float(), no cast to the model's dtype and back), "
+    "and a float64 result holds exactly the float64 input's numbers.")
+
+
 def _rounded(out, expected, dtype):
-    """Why a float16/bfloat16 result with the right shape is wrong, when the numbers are in
-    the right places but rounded (a cast to the other half type and back), or None."""
+    """Why a float16/bfloat16/float64 result with the right shape is wrong, when the numbers
+    are in the right places but rounded (a cast to a narrower type and back), or None."""
     if tuple(out.shape) != tuple(expected.shape) or out.dtype != dtype:
         return None
-    for other in (torch.bfloat16, torch.float16):
+    others = ((torch.float32, torch.bfloat16, torch.float16) if dtype == torch.float64 else
+              (torch.bfloat16, torch.float16))
+    for other in others:
         if other != dtype and torch.equal(out, expected.to(other).to(dtype)):
+            if dtype == torch.float64:
+                lost = {torch.float32: "float32 keeps 24 significant bits, float64 53, so "
+                                       "every number is up to 6e-8 (relative) off",
+                        torch.bfloat16: "bfloat16 keeps 8 significant bits",
+                        torch.float16: "float16 keeps 11 significant bits"}[other]
+                return (f"the layout is right, but the numbers are the float64 input's "
+                        f"numbers rounded to {str(other)[6:]} ({lost})")
             lost = ("float16 holds numbers up to 65504 only, so larger ones became inf"
                     if other == torch.float16 else "bfloat16 keeps 8 significant bits, "
                     "float16 11, so the last 3 bits of every number were lost")
             return (f"the layout is right, but the numbers are the {str(dtype)[6:]} input "
                     f"rounded to {str(other)[6:]} and back ({lost})")
-    if torch.allclose(out.float(), expected.float(), rtol=1e-2, atol=0):
-        diff = ((out.float() - expected.float()).abs() / expected.float().abs()).nan_to_num()
+    if torch.allclose(out.double(), expected.double(), rtol=1e-2, atol=0):
+        diff = ((out.double() - expected.double()).abs()
+                / expected.double().abs()).nan_to_num()
         return ("the layout is right, but some numbers are slightly off (largest relative "
                 f"difference {diff.max().item():.2g}): a step rounds them")
     return None
+
+
+def _expect_float64_exact(out, expected, what, case, layout_hint):
+    """A float64 result must hold exactly the float64 input's numbers (randn values, which
+    float32 cannot hold): told before the gradient, which a float32 step also spoils."""
+    if torch.equal(out, expected):
+        return
+    rounded = _rounded(out, expected, torch.float64)
+    fail(f"{what} is wrong on {case}" + (f": {rounded}." if rounded else "."),
+         FLOAT64_ROUNDED_HINT if rounded else layout_hint)
 
 
 def _special(images, spots):
@@ -305,9 +331,10 @@ def _wrong_patch_size_hint(p):
 def check_patchify(fn):
     """Check `fn(images, patch_size)`: (b, c, H, W) -> (b, (H/p)(W/p), c p p), patches row by
     row, (channel, row, column) inside each; shapes that patches do not tile raise
-    ValueError; gradients pass through, exactly, in float64, float16 and bfloat16; the dtype
-    is kept, and so are inf and NaN pixels (a move computes nothing); the same images at
-    another patch size and channel count (no stale cache)."""
+    ValueError; float64 numbers come out exactly (no float32 step), and gradients pass
+    through, exactly, in float64, float16 and bfloat16; the dtype is kept, and so are inf
+    and NaN pixels (a move computes nothing); the same images at another patch size and
+    channel count (no stale cache)."""
     shapes = {}  # the shape of each earlier result: the case it came from
     for b, c, H, W, p in _CASES:
         case = _case((b, c, H, W), p)
@@ -362,6 +389,9 @@ def check_patchify(fn):
     out = call(fn, images, 2, name="patchify", case=case)
     expect_tensor(out, (3, 6, 8), torch.float64, what="patchify(images, patch_size)",
                   case=case)
+    # The values first: float64 numbers that float32 cannot hold come out exactly.
+    _expect_float64_exact(out, _patchify(images.detach(), 2),
+                          "patchify(images, patch_size)", case, _LAYOUT)
     upstream = torch.randn(3, 6, 8, generator=g, dtype=torch.float64)
     _expect_gradient(images, out, upstream, _unpatchify(upstream, 2, (6, 4)), "patchify",
                      case)
@@ -437,7 +467,8 @@ def check_unpatchify(fn):
     """Check `fn(patches, patch_size, image_size)`: the inverse of patchify, (b, num_patches,
     c p p) -> (b, c, H, W) with image_size = (H, W); inconsistent sizes raise ValueError
     (also a wrong count and length whose totals agree); the dtype is kept, and so are inf
-    and NaN; gradients pass through, exactly, in float64, float16 and bfloat16; image_size
+    and NaN; float64 numbers come out exactly (no float32 step), and gradients pass through,
+    exactly, in float64, float16 and bfloat16; image_size
     may be a torch.Size (X.shape[-2:]); non-contiguous patches (a transposed tensor) are
     read by their strides."""
     shapes = {}  # the shape of each earlier result: the case it came from
@@ -529,6 +560,10 @@ def check_unpatchify(fn):
     out = call(fn, patches, 2, (6, 4), name="unpatchify", case=case)
     expect_tensor(out, (3, 2, 6, 4), torch.float64,
                   what="unpatchify(patches, patch_size, image_size)", case=case)
+    # The values first: float64 numbers that float32 cannot hold come out exactly.
+    _expect_float64_exact(out, _unpatchify(patches.detach(), 2, (6, 4)),
+                          "unpatchify(patches, patch_size, image_size)", case,
+                          _LAYOUT + " Undo patchify's steps in reverse order.")
     upstream = torch.randn(3, 2, 6, 4, generator=g, dtype=torch.float64)
     _expect_gradient(patches, out, upstream, _patchify(upstream, 2), "unpatchify", case,
                      inputs="patches")
