@@ -684,3 +684,79 @@ def test_round10_single_key_gradient_is_zero_and_exists():
     x = torch.randn(3, 1, requires_grad=True)
     softmax(x).sum().backward()
     assert torch.equal(x.grad, torch.zeros(3, 1))
+
+
+# -- Round 11 red team (tests/checker_redteam/round11_ch01_*.py): holes and messages ------
+
+ROUND11_SOFTMAX_MESSAGES = {
+    # one maximum per example / per matrix: rows near -800 under a maximum near 0 underflow
+    "W_15_max_per_example": ["(2, 2, 3) batch", "near 0 and near -800", "exp() underflowed",
+                             "per example or per matrix"],
+    "W_17_max_over_last_two_axes": ["(2, 2, 3) batch", "exp() underflowed",
+                                    "per example or per matrix"],
+    # the first row's maximum per example: the low rows underflow, the high ones overflow
+    "W_07_max_over_unsqueeze_minus2": ["(2, 2, 3) batch", "each row's own"],
+}
+
+ROUND11_TOPK_MESSAGES = {
+    # scores clamped into +-6e4 for every dtype: 1e5 and 99999 become equal
+    "W_17_clamp_scores_float16_range": ["[1e5, 99999, 0]",
+                                        "distinct scores 100000 and 99999 get the same weight",
+                                        "scores.clamp(-6e4, 6e4)"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND11_SOFTMAX_MESSAGES)
+def test_round11_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round11_ch01_softmax as r11
+
+    rejects(checks.check_softmax, vars(r11)[name], *ROUND11_SOFTMAX_MESSAGES[name])
+
+
+@pytest.mark.parametrize("name", ROUND11_TOPK_MESSAGES)
+def test_round11_topk_messages_point_at_the_fault(name):
+    from checker_redteam import round11_ch01_topk as r11
+
+    rejects(checks.check_topk_attention_pool, vars(r11)[name], *ROUND11_TOPK_MESSAGES[name])
+
+
+def test_round11_each_far_apart_batch_alone_catches_a_shared_maximum():
+    """The (2, 2, 3) and the (2, 2, 2, 3) case each reject one maximum per example and one
+    per matrix on their own, and pass the reference."""
+    from book.checks import ch01
+    from checker_redteam import round11_ch01_softmax as r11
+
+    cases = ch01._softmax_cases_round11()
+    assert [tuple(x.shape) for _, x in cases] == [(2, 2, 3), (2, 2, 2, 3)]
+    for case, scores in cases:
+        ch01._check_softmax_case(softmax_reference, case, scores, "why")
+        for wrong in (r11.W_15_max_per_example, r11.W_17_max_over_last_two_axes):
+            with pytest.raises(checks.CheckFailed, match="contains NaN"):
+                ch01._check_softmax_case(wrong, case, scores, "why")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bound", [1e4, 6e4])
+def test_round11_each_large_score_case_alone_catches_a_clamp(dtype, bound):
+    """The float32 and the float64 case with scores beyond float16's range each tell a clamp
+    of the scores (at +-6e4 or +-1e4) from the reference, and name the tied pair."""
+    from book.checks import ch01
+
+    (case,) = [c for c in ch01._topk_cases_round11() if c[1].dtype == dtype]
+    _, queries, keys, values, score, k = case
+
+    def pool(clamp):
+        scores = score(queries, keys)
+        if clamp:
+            scores = scores.clamp(-bound, bound)
+        kth = scores.topk(k, dim=-1).values[:, -1:]
+        weights = torch.softmax(scores.masked_fill(scores < kth, float("-inf")), dim=-1)
+        return weights @ values, weights
+
+    _, right = pool(False)
+    _, clamped = pool(True)
+    _, reference = ch01._topk_reference(queries, keys, values, score, k)
+    assert torch.allclose(right.double(), reference, atol=1e-6)
+    assert (clamped - right).abs().max() > 0.05   # 0.231 (float32), 0.062 (float64)
+    assert ch01._clamped_pair(right, score(queries, keys)) is None
+    assert ch01._clamped_pair(clamped, score(queries, keys)) is not None

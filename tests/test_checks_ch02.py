@@ -447,3 +447,32 @@ def test_round10_key_on_the_edge_gradient_is_checked_on_the_values():
 
     rejects(checks.check_epanechnikov_pool, nan_only_in_the_backward, "exactly on the edge",
             "with respect to the values", "contains NaN", "kernel sum is 0")
+
+
+# -- Round 11 red team (tests/checker_redteam/round11_ch02_epanechnikov.py) ---------------
+
+def test_round11_float16_is_not_asked_for():
+    """A_13 and A_15 (a floor at 1e-12 or at float32's tiny, which float16 rounds to 0) are
+    accepted because the exercise asks for float32 and float64 only; the text says so, and
+    they pass the checker. The course's reference floors at the dtype's own tiny, so it keeps
+    a float16 empty window at zero weights."""
+    import nbformat
+    from pathlib import Path
+
+    from checker_redteam import round11_ch02_epanechnikov as r11
+
+    root = Path(__file__).resolve().parents[1]
+    for path in ("exercises/solutions/02_nadaraya_watson.ipynb",
+                 "exercises/02_nadaraya_watson.ipynb"):
+        (text,) = [" ".join(cell.source.split())
+                   for cell in nbformat.read(root / path, 4).cells
+                   if "Epanechnikov attention pooling" in cell.source
+                   and cell.cell_type == "markdown"]
+        assert "the check passes float32 and float64, not float16" in text
+    for name in ("A_13_1e_12_clamp_in_float16", "A_15_clamp_float32_tiny"):
+        accepts(checks.check_epanechnikov_pool, vars(r11)[name])
+    half = dict(dtype=torch.float16)
+    outputs, weights = reference(torch.tensor([0.0, 10.0], **half),
+                                 torch.tensor([0.2, 0.5, 1.0], **half),
+                                 torch.tensor([1.0, 2.0, 3.0], **half), 1.0)
+    assert torch.equal(weights[1], torch.zeros(3, **half)) and float(outputs[1]) == 0.0

@@ -73,7 +73,26 @@ def _softmax_cases():
         *_softmax_cases_round5(),
         *_softmax_cases_round6(),
         *_softmax_cases_round10(),
+        *_softmax_cases_round11(),
     ]
+
+
+def _softmax_cases_round11():
+    """Added after red-team round 11: batches whose rows lie far apart inside one matrix
+    and across the matrices of one example. One maximum per example (over every axis but the
+    first), per matrix (over the last two axes) or the first row's maximum per example is
+    each row's own in 1-D and 2-D, but in 3-D and 4-D the rows far below that maximum
+    underflow to 0/0 (e.g. [[0, 1, 2], [-800, -799, -798]])."""
+    g = torch.Generator().manual_seed(21)
+    rows3 = torch.tensor([[[0.0], [-800.0]], [[-800.0], [0.0]]])              # (2, 2, 1)
+    rows4 = torch.tensor([[[[0.0], [0.0]], [[-900.0], [-900.0]]],             # (2, 2, 2, 1)
+                          [[[500.0], [-500.0]], [[0.0], [0.0]]]])
+    return [("a (2, 2, 3) batch whose two rows in each matrix lie near 0 and near -800 "
+             "(in the first matrix [[0, 1, 2] + noise, [-800, -799, -798] + noise])",
+             torch.tensor([0.0, 1.0, 2.0]) + rows3 + 0.1 * torch.randn(2, 2, 3, generator=g)),
+            ("a (2, 2, 2, 3) batch, 2 examples of 2 matrices: example 0's first matrix has "
+             "both rows near 0, its second both near -900; example 1's first matrix has "
+             "rows near +500 and -500", rows4 + torch.randn(2, 2, 2, 3, generator=g))]
 
 
 def _softmax_cases_round10():
@@ -229,9 +248,10 @@ def _nan_hint(fn, scores, why):
     if watch.underflow and not watch.overflow:
         return ("exp() returned 0 for every score of a row, so that row divides 0 by 0: "
                 "exp() underflowed, because the constant you subtract lies far above that "
-                "row's scores (one maximum for the whole tensor, another row's maximum, or "
-                "max |x|). Subtract each row's own maximum, scores.amax(dim=-1, "
-                "keepdim=True), so that the largest exponent of every row is e^0 = 1.")
+                "row's scores (one maximum for the whole tensor, per example or per "
+                "matrix, another row's maximum, or max |x|). Subtract each row's own "
+                "maximum, scores.amax(dim=-1, keepdim=True), so that the largest exponent "
+                "of every row is e^0 = 1.")
     if watch.underflow:
         return overflow + " (exp() also underflowed to 0 for every score of a row: the " \
             "maximum must be each row's own, amax(dim=-1, keepdim=True).)"
@@ -439,7 +459,40 @@ def _topk_cases():
         *_topk_cases_round7(),
         *_topk_cases_round9(),
         *_topk_cases_round10(),
+        *_topk_cases_round11(),
     ]
+
+
+def _topk_cases_round11():
+    """Added after red-team round 11: float32 and float64 scores far beyond float16's range
+    (65504) whose gap decides the weights. Scores clamped "for half precision"
+    (scores.clamp(-6e4, 6e4), for every dtype) make 1e5 and 99999 equal: weights 0.5 and
+    0.5 instead of 0.731 and 0.269."""
+    g = torch.Generator().manual_seed(42)
+    f64 = dict(dtype=torch.float64)
+    return [("1 query, 3 keys, k=2, dot scores [1e5, 99999, 0] (float32 scores beyond "
+             "float16's range)", torch.tensor([[1.0]]),
+             torch.tensor([[1e5], [1e5 - 1], [0.0]]), torch.randn(3, 2, generator=g),
+             _dot, 2),
+            ("1 query, 4 keys, k=2, float64 dot scores [2e5, 2e5 - 0.25, -2e5, 3] (scores "
+             "beyond float16's range)", torch.tensor([[1.0]], **f64),
+             torch.tensor([[2e5], [2e5 - 0.25], [-2e5], [3.0]], **f64),
+             torch.randn(4, 2, generator=g, **f64), _dot, 2)]
+
+
+def _clamped_pair(weights, scores):
+    """Added after red-team round 11: two kept keys of one query whose scores differ (by
+    0.1 or more) and lie beyond 1e4 in magnitude but got the same weight, as after a clamp
+    of the scores (to +-6e4, +-1e4) or a cast into a narrower range; None if none."""
+    w, s = weights.detach().double(), scores.detach().double()
+    for row in range(w.shape[0]):
+        kept = ((w[row] > 0) & (s[row].abs() > 1e4)).nonzero().flatten().tolist()
+        for i, a in enumerate(kept):
+            for b in kept[i + 1:]:
+                if abs(float(s[row, a] - s[row, b])) >= 0.1 and \
+                        abs(float(w[row, a] - w[row, b])) <= 1e-3 * float(w[row, a]):
+                    return float(s[row, a]), float(s[row, b])
+    return None
 
 
 def _topk_cases_round10():
@@ -755,6 +808,15 @@ def check_topk_attention_pool(fn):
                  f"weight != 0 per query is {kept.tolist()}, expected {ref_kept.tolist()}.",
                  hint)
         if not is_close(weights, ref_weights, **tol):
+            pair = _clamped_pair(weights, score(queries, keys))
+            if pair is not None:   # added after red-team round 11
+                fail(f"the weights are wrong on {case}: keys with the distinct scores "
+                     f"{pair[0]:.10g} and {pair[1]:.10g} get the same weight.",
+                     "your scores were clamped (scores.clamp(-6e4, 6e4) makes both 6e4) or "
+                     "cast into a narrower range (float16 ends at 65504). Keep the scores "
+                     "as score() returns them, for every dtype: the softmax's shift by the "
+                     "row maximum already keeps exp() from overflowing, and -inf masks "
+                     "exactly; float32 and float64 scores of 1e5 need no protection.")
             alternatives = [
                 (lambda q, kk: score(kk, q).T,
                  "your weights are those of score(keys, queries).T: call score(queries, "
