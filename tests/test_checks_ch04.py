@@ -545,3 +545,12 @@ def test_a_tensor_kept_on_the_decoder_is_named():
                    "stored tensors on the decoder it was given (`decoder.last_weights`)",
                    "copy.deepcopy(decoder) then fails", "keep no state on the module")
     assert "stopped with" not in text and "_flat_weights" not in text
+
+
+def test_a_view_of_non_contiguous_encoder_outputs_is_caught():
+    """Round 11 (B's W_20): enc_outputs.view(b * n, h) passed while every case had
+    contiguous inputs; a case with transposed (non-contiguous) enc_outputs and hidden_state
+    now fails it with the .reshape() hint."""
+    rejects(checks.check_bahdanau_step,
+            redteam_entry("round11_ch04_bahdanau", "W_20_view_enc_outputs"),
+            "not contiguous in memory", "view size is not compatible", "Use .reshape()")

@@ -82,7 +82,7 @@ CACHE_HINT = ("compute the keys W_k(enc_outputs), and everything else, from this
 
 def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed, attention=10,
                         dtype=torch.float32, w_v_scale=1, crowd=0, dropout=0.0,
-                        far_apart=False, train=False):
+                        far_apart=False, train=False, noncontiguous=False):
     g = torch.Generator().manual_seed(seed)
     vocab, embed, hiddens = 13, 8, 12  # attention size 10 != hiddens on purpose
     with torch.random.fork_rng():  # seeded weights, without touching the learner's RNG
@@ -103,6 +103,9 @@ def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed, attentio
     if far_apart:
         enc_outputs = _far_apart(decoder, enc_outputs, g)
     decoder.train(train)
+    if noncontiguous:  # the same values, stored (steps, batch, ...) and (batch, layers, ...)
+        enc_outputs = enc_outputs.transpose(0, 1).contiguous().transpose(0, 1)
+        hidden_state = hidden_state.transpose(0, 1).contiguous().transpose(0, 1)
     return (decoder.to(dtype), token, hidden_state.to(dtype), enc_outputs.to(dtype),
             torch.tensor(valid_lens))
 
@@ -355,7 +358,11 @@ CASES = [("1 layer, batch 3, 5 encoder steps, valid lengths [5, 3, 1]", 1, 3, 5,
           [3, 1, 2], 10),
          ("2 layers, batch 2, 4 encoder steps, valid lengths [4, 3], the decoder in "
           "training mode (built with dropout 0, so the mode changes no value)", 2, 2, 4,
-          [4, 3], 10, {"train": True})]
+          [4, 3], 10, {"train": True}),
+         ("2 layers, batch 3, 5 encoder steps, valid lengths [5, 2, 4], enc_outputs and "
+          "hidden_state not contiguous in memory (transposed views, as an encoder that "
+          "works step-major returns them; same values)", 2, 3, 5, [5, 2, 4], 10,
+          {"noncontiguous": True})]
 
 
 def _kept_tensors(decoder):
@@ -656,7 +663,8 @@ def check_bahdanau_step(fn):
         decoder, token, state, enc_outputs, valid_lens = _decoder_and_inputs(
             layers, batch, steps, lens, seed, attention, dtype, options.get("w_v_scale", 1),
             options.get("crowd", 0), options.get("dropout", 0.0),
-            options.get("far_apart", False), options.get("train", False))
+            options.get("far_apart", False), options.get("train", False),
+            options.get("noncontiguous", False))
         scores = _scores(decoder, state, enc_outputs)
         case = case.format(largest=scores.max().item(),
                            ranges=_score_ranges(scores, valid_lens) if "{ranges}" in case
