@@ -278,3 +278,14 @@ def test_a_buffer_or_memo_shared_by_two_inputs_of_one_shape_is_caught():
                 "do not keep an output buffer")
         rejects(checker, redteam_entry(module, memo),
                 "returns its result of an earlier call", "a memo keyed on")
+
+
+def test_an_integer_input_keeps_its_dtype():
+    """Round 11 (qkv W_20, output W_17): X * 1.0 makes an int64 X float32; both functions
+    only move entries, so they keep any dtype (two int64 cases)."""
+    for checker, module, name in (
+            (checks.check_transpose_qkv, "round11_ch05_transpose_qkv", "W_20_times_one_float"),
+            (checks.check_transpose_output, "round11_ch05_transpose_output",
+             "W_17_times_one_float")):
+        rejects(checker, redteam_entry(module, name), "has dtype torch.float32",
+                "in int64", "expected torch.int64")

@@ -110,6 +110,14 @@ def _inputs(make, float64=False):
             yield sizes, X, ", not contiguous"
 
 
+def _integer_inputs(make):
+    """(sizes, X, how) for two cases in int64: these functions only move entries, so they
+    keep any dtype (no arithmetic such as X * 1.0, which makes an integer X float32)."""
+    for sizes in (_CASES[0], _CASES[4]):
+        yield sizes, make(*sizes).long(), ", in int64 (the functions only move entries: " \
+            "any dtype is kept)"
+
+
 def _changed_values(out, X, what, case):
     """A reshape only moves entries: fail if `out` holds a value X does not hold."""
     new = ~torch.isin(out, X)
@@ -183,7 +191,7 @@ _HEAD_MAJOR_HINT = ("keep the batch axis first: .permute(0, 2, 1, 3) on (batch, 
 def check_transpose_qkv(fn):
     """Check `fn(X, num_heads)`: (batch, n, num_hiddens) -> (batch * num_heads, n, p), on odd
     sizes, a batch of one, n = 1 and n = 51, on inputs that are not contiguous, on float64
-    inputs (the dtype is kept), and its gradient."""
+    and int64 inputs (the dtype is kept), and its gradient."""
     def one(sizes, X, how):
         batch, n, num_hiddens, num_heads = sizes
         p = num_hiddens // num_heads
@@ -234,13 +242,15 @@ def check_transpose_qkv(fn):
                      case="X of shape (2, 4, 6) with num_heads=3 (gradient)")
     for sizes, X, how in _inputs(coordinates, float64=True):
         one(sizes, X, how)
+    for sizes, X, how in _integer_inputs(coordinates):
+        one(sizes, X, how)
 
 
 @checker("transpose_output")
 def check_transpose_output(fn):
     """Check `fn(X, num_heads)`: (batch * num_heads, n, p) -> (batch, n, num_heads * p), on odd
     sizes, a batch of one, n = 1 and n = 51, on inputs that are not contiguous, on float64
-    inputs (the dtype is kept), and its gradient."""
+    and int64 inputs (the dtype is kept), and its gradient."""
     def heads_of(batch, n, num_hiddens, num_heads):  # what transpose_qkv gives, contiguous
         return _split_heads(_coordinates(batch, n, num_hiddens), num_heads).contiguous()
 
@@ -293,6 +303,8 @@ def check_transpose_output(fn):
                      name="transpose_output",
                      case="X of shape (6, 4, 2) with num_heads=3 (batch 2) (gradient)")
     for sizes, heads, how in _inputs(heads_of, float64=True):
+        one(sizes, heads, how)
+    for sizes, heads, how in _integer_inputs(heads_of):
         one(sizes, heads, how)
 
 
