@@ -469,3 +469,32 @@ def test_round10_sizes_alike_everywhere_are_both_named():
         return chunked_reference(Q * math.sqrt(Q.shape[-1]) / scale, K, V, chunk_size)
     rejects(checks.check_chunked_attention, sqrt8_when_square,
             "the number of keys or of the number of queries, 8 (alike on this case)")
+
+
+# -- Round 11 red team (tests/checker_redteam/round11_a1_chunked.py) -----------------------
+
+def test_round11_scores_clamped_to_float16_range_are_named():
+    """Scores clamped to +-1e4 for every dtype: float32 scores of 1e5 become equal."""
+    rejects(checks.check_chunked_attention,
+            redteam_entry("round11_a1_chunked", "W_15_clamp_scores_1e4"),
+            "float32 inputs whose scores are 1e5 to 2e5", "the scores are clamped to",
+            "do not clamp")
+
+
+def test_round11_right_variants_pass_the_scores_beyond_float16():
+    """Scores of 1e5 to 2e5 (exact in float32, d = 1): a softmax through log-sum-exp, which
+    rounds a number near 1e5 (about 1e-2 off in float32), and the scale split between Q and
+    K (as torch's attention does) pass."""
+    def lse(Q, K, V, chunk_size):
+        outs = []
+        for i in range(0, Q.shape[1], chunk_size):
+            s = Q[:, i:i + chunk_size] @ K.transpose(1, 2) / math.sqrt(Q.shape[-1])
+            outs.append(torch.exp(s - torch.logsumexp(s, -1, keepdim=True)) @ V)
+        return torch.cat(outs, dim=1)
+
+    def split_scale(Q, K, V, chunk_size):
+        r = Q.shape[-1] ** -0.25
+        return torch.cat([torch.softmax((Q[:, i:i + chunk_size] * r) @ (K * r).mT, -1) @ V
+                          for i in range(0, Q.shape[1], chunk_size)], dim=1)
+    accepts(checks.check_chunked_attention, lse)
+    accepts(checks.check_chunked_attention, split_scale)

@@ -714,3 +714,106 @@ def test_round10_d_half_is_still_named_d_half():
     """A scale of d / 2 from the start (wrong on the first case) keeps its precedence hint."""
     rejects(checks.check_scaled_dot_product_attention, attend(scale=lambda d: d ** 1 / 2),
             "d ** 1/2")
+
+
+# -- Round 11 red team (tests/checker_redteam/round11_ch03_*.py): holes and messages ----
+
+ROUND11_MASKED_SOFTMAX_MESSAGES = {
+    # X.clamp(-6e4, 6e4) for every dtype: float32 scores of 1e5 become equal
+    "W_14_clamp_scores_float16_range": ["float32 X of shape (2, 2, 5) with scores near 1e5",
+                                        "the scores are clamped to", "do not clamp"],
+    # one maximum per example (over its queries and keys): the forward is wrong, and named
+    "W_17_max_per_matrix": ["rows lie far apart within one example",
+                            "the maximum you subtract is not the row's own"],
+}
+
+ROUND11_SDPA_MESSAGES = {
+    # scores clamped to +-6e4 for every dtype
+    "W_09_scores_float16_overflow_guard_clamp": [
+        "float32 queries (2, 3, 1), keys (2, 5, 1)", "the scores are clamped to",
+        "do not clamp"],
+    # arange(n, dtype=float16) < valid_lens.to(float16): key 2048 is masked for length 2049
+    "W_16_valid_lens_float_mask_in_X_dtype": [
+        "valid_lens [[2049, 4100]]", "holds the integers exactly only up to 2048",
+        "do not cast the lengths or the positions"],
+    # one key: a copy of the values, valid_len 0 ignored
+    "W_14_one_key_clone_ignores_mask": ["(one key), valid_lens [1, 0]",
+                                        "a shortcut for one key ignores valid_lens"],
+    # weights cached by the shapes at a first call with valid_lens None
+    "W_08_weights_cached": ["the same tensors with valid_lens [2, 4]",
+                            "an earlier call on tensors of these shapes with valid_lens "
+                            "None",
+                            "masks right on new shapes", "keep nothing between calls"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND11_MASKED_SOFTMAX_MESSAGES)
+def test_round11_masked_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round11_ch03_masked_softmax as r11
+
+    text = rejects(checks.check_masked_softmax, vars(r11)[name],
+                   *ROUND11_MASKED_SOFTMAX_MESSAGES[name])
+    assert "backward" not in text
+
+
+@pytest.mark.parametrize("name", ROUND11_SDPA_MESSAGES)
+def test_round11_sdpa_messages_point_at_the_fault(name):
+    from checker_redteam import round11_ch03_sdpa as r11
+
+    fn = vars(r11)[name]
+    for default in fn.__defaults__ or ():
+        if isinstance(default, dict):
+            default.clear()  # a cache kept in a default argument: start empty
+    text = rejects(checks.check_scaled_dot_product_attention, fn,
+                   *ROUND11_SDPA_MESSAGES[name])
+    assert "off by one" not in text and "valid_lens is ignored" not in text
+
+
+def test_round11_sdpa_ignoring_valid_lens_is_still_told_so():
+    """A function that ignores valid_lens matches the first call's valid_lens None too: the
+    probe on new shapes tells it from a cache, and the message stays "ignored"."""
+    text = rejects(checks.check_scaled_dot_product_attention,
+                   lambda q, k, v, valid_lens=None: attention_reference(q, k, v, None),
+                   "the same tensors with valid_lens [2, 4]", "valid_lens is ignored")
+    assert "earlier call" not in text
+
+
+def test_round11_sdpa_ignoring_only_per_query_lengths_is_not_a_cache():
+    """A function that masks with 1-D lengths and ignores 2-D ones: the probe uses 2-D
+    lengths there, so it is not told it keeps state."""
+    def only_1d(queries, keys, values, valid_lens=None):
+        if valid_lens is not None and valid_lens.dim() == 2:
+            valid_lens = None
+        return attention_reference(queries, keys, values, valid_lens)
+    text = rejects(checks.check_scaled_dot_product_attention, only_1d,
+                   "per-query valid_lens")
+    assert "earlier call" not in text
+
+
+def _keep(X, valid_lens):
+    lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+    return torch.arange(X.shape[-1]) < lens[..., None]
+
+
+def test_round11_right_sdpa_variants_pass_the_scores_beyond_float16():
+    """Scores of 1e5 to 2e5 (exact in float32, d = 1): a softmax through log-sum-exp, which
+    rounds a number near 1e5 (about 1e-2 off in float32), and torch's fused attention
+    pass."""
+    def lse(queries, keys, values, valid_lens=None):
+        s = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+        keep = (torch.ones_like(s, dtype=torch.bool) if valid_lens is None
+                else _keep(s, valid_lens))
+        y = s.float() if s.dtype in (torch.half, torch.bfloat16) else s
+        z = y.masked_fill(~keep, torch.finfo(y.dtype).min)
+        w = torch.exp(z - torch.logsumexp(z, -1, keepdim=True)) * keep
+        return w.to(s.dtype) @ values
+
+    def fused(queries, keys, values, valid_lens=None):
+        if valid_lens is None:
+            return torch.nn.functional.scaled_dot_product_attention(queries, keys, values)
+        keep = _keep(queries @ keys.transpose(1, 2), valid_lens)
+        out = torch.nn.functional.scaled_dot_product_attention(queries, keys, values,
+                                                               attn_mask=keep)
+        return torch.where(keep.any(-1, keepdim=True), out, torch.zeros_like(out))
+    accepts(checks.check_scaled_dot_product_attention, lse)
+    accepts(checks.check_scaled_dot_product_attention, fused)

@@ -13,7 +13,7 @@ HINT = ("each chunk of queries gives softmax(Q_chunk K^T / sqrt(d)) V, with d = 
         "the softmax over the keys (the last axis); concatenate the chunks along the queries.")
 
 
-def _attention(Q, K, V, scale=True, dim=-1):
+def _attention(Q, K, V, scale=True, dim=-1, clamp=None):
     """In float64: the reference and its common mistakes."""
     Q, K, V = Q.double(), K.double(), V.double()
     scores = Q @ K.transpose(-2, -1)                     # (batch, queries, keys)
@@ -21,6 +21,8 @@ def _attention(Q, K, V, scale=True, dim=-1):
         scores = scores / math.sqrt(Q.shape[-1])
     elif scale:
         scores = scores / scale
+    if clamp is not None:
+        scores = scores.clamp(-clamp, clamp)
     return torch.softmax(scores, dim=dim) @ V            # (batch, queries, value_dim)
 
 
@@ -31,6 +33,20 @@ _NAN_HINT = ("a hand-written softmax gives NaN when exp() overflows (exp(89) is 
              "maximum for a whole chunk or batch): the rows whose scores lie far below it "
              "underflow to 0, and 0 / 0 is NaN. Subtract each row's own maximum, "
              "scores.amax(dim=-1, keepdim=True), or use torch.softmax.")
+
+# Clamps a learner may put on the scores "for float16" (added after red-team round 11).
+_CLAMPS = (1e4, 3e4, 5e4, 6e4, 65504.0)
+
+
+def _beyond_half(batch, n_q, n_k, dtype, g):
+    """Q (batch, n_q, 1) of +-1 and +-2, K (batch, n_k, 1) of 1e5 + a multiple of 1/4, V
+    (batch, n_k, 5): d = 1, so every score, 1e5 to 2e5 in size (beyond float16's range), is
+    exact in float32 and a few units from its row's others."""
+    signs = torch.tensor([1.0, -1.0, 2.0, -2.0])
+    Q = signs[torch.randint(0, 4, (batch, n_q, 1), generator=g)]
+    K = 1e5 + torch.randint(-8, 9, (batch, n_k, 1), generator=g) / 4
+    V = torch.randn(batch, n_k, 5, generator=g)
+    return [t.to(dtype) for t in (Q, K, V)]
 
 
 def _isqrt_fail(case, d):
@@ -84,6 +100,18 @@ def _scale_sizes_on_probe(fn):
 def _diagnose(fn, out, ref, Q, K, V, chunk, case, tol):
     __tracebackhide__ = True
     d = Q.shape[-1]
+    top = float((Q.double() @ K.double().transpose(1, 2)).abs().max()) / math.sqrt(d)
+    found = [c for c in _CLAMPS if top > c and is_close(out, _attention(Q, K, V, clamp=c),
+                                                        **tol)]
+    if found:
+        bound = (f"+-{found[0]:g}" if len(found) == 1 else f"a bound between "
+                 f"+-{min(found):g} and +-{max(found):g} (alike on this case)")
+        fail(f"the output is wrong on {case}: the scores are clamped to {bound}: scores "
+             "beyond the clamp become equal, so 1e5 and 7e4 get the same weight.",
+             "a float32 or float64 score may lie far beyond float16's range (+-65504): do "
+             "not clamp the scores. torch.softmax subtracts each row's maximum, which "
+             "keeps exp() from overflowing in every dtype, and a float16 input holds only "
+             "float16 numbers anyway.")
     if math.isqrt(d) not in (1, math.sqrt(d)) and is_close(
             out, _attention(Q, K, V, scale=float(math.isqrt(d))), **tol):
         _isqrt_fail(case, d)
@@ -344,7 +372,8 @@ def _chunks_hint(error, chunk=None):
 @checker("chunked_attention")
 def check_chunked_attention(fn):
     """Check `fn(Q, K, V, chunk_size)`: equal to full attention (shorter last chunk, chunk
-    larger than n, 60 queries, large scores, also in one chunk, float64 with d=4 and d=6,
+    larger than n, 60 queries, large scores, also in one chunk, scores beyond float16's
+    range in float32 and float64, float64 with d=4 and d=6,
     float16, bfloat16, as many keys as the value size, one key (the output a new tensor,
     not a view of V), a second call on new inputs of the same shapes and one on the same
     inputs changed in place), its gradients (one key too), no tensor larger than one
@@ -395,16 +424,27 @@ def check_chunked_attention(fn):
         ("batch 2, 1 query, 1 key, d=4, chunk_size=4 (one key: every weight is 1)", 2, 1,
          1, 4, 4, 2.0, torch.float32, "one key"),
         ("batch 2, 5 queries, 1 key, d=4, chunk_size=2 (one key: every weight is 1)", 2, 5,
-         1, 4, 2, 2.0, torch.float32, "one key")]
+         1, 4, 2, 2.0, torch.float32, "one key"),
+        # Added after red-team round 11 (their own generator, g11): scores of 1e5 to 2e5 in
+        # size, beyond float16's range (scores clamped to +-1e4 or +-6e4 become equal).
+        ("float32 inputs whose scores are 1e5 to 2e5 in size (beyond float16's range, a "
+         "few units apart): batch 2, 5 queries, 6 keys, d=1, chunk_size=2", 2, 5, 6, 1, 2,
+         1.0, torch.float32, "huge"),
+        ("float64 inputs whose scores are 1e5 to 2e5 in size (beyond float16's range, a "
+         "few units apart): batch 2, 5 queries, 6 keys, d=1, chunk_size=2", 2, 5, 6, 1, 2,
+         1.0, torch.float64, "huge")]
     g9 = torch.Generator().manual_seed(9)
     g6 = torch.Generator().manual_seed(6)
     g10 = torch.Generator().manual_seed(10)
+    g11 = torch.Generator().manual_seed(11)
     earlier = {}  # (name, shape, dtype) -> the first such Q, K or V
     for case, batch, n_q, n_k, d, chunk, scale, dtype, layout in cases:
         if layout == "strided":
             Q = 2.0 * torch.randn(batch, d, n_q, generator=g5).transpose(1, 2)
             K = 2.0 * torch.randn(batch, d, n_k, generator=g5).transpose(1, 2)
             V = torch.randn(batch, 5, n_k, generator=g5).transpose(1, 2)
+        elif layout == "huge":
+            Q, K, V = _beyond_half(batch, n_q, n_k, dtype, g11)
         elif layout in ("again", "round9", "shifted", "one key"):
             g_new = {"again": g6, "one key": g10}.get(layout, g9)
             # "shifted": every score large, the keys close, so that no key takes every weight
@@ -461,6 +501,10 @@ def check_chunked_attention(fn):
         tol = dict(atol=1e-3 if scale > 10 or layout == "shifted" else 1e-5, rtol=1e-4)
         if dtype == torch.float16:
             tol = dict(atol=5e-3, rtol=5e-3)
+        if layout == "huge" and dtype == torch.float32:
+            # float32 is 1/128 apart near 1e5: a softmax that rounds a number of that size
+            # (a log-sum-exp, a scale split between Q and K) errs by up to about 1e-2
+            tol = dict(atol=1e-2, rtol=1e-2)
         ref = _attention(Q, K, V)
         if not is_close(out, ref, **tol):
             _stale(out, (Q, K, V), earlier, tol, case)

@@ -167,6 +167,36 @@ def _masked_softmax_cases_round9():
          200 + 10 * torch.randn(2, 3, 5, generator=g), None),
         ("X of shape (2, 3, 5) with every score near -1000 (randn - 1000), valid_lens None "
          "(no mask)", torch.randn(2, 3, 5, generator=g) - 1000, None),
+        *_masked_softmax_cases_round11(),
+    ]
+
+
+def _beyond_half(dtype, g):
+    """(2, 2, 5) scores of 1e5 or more in size, beyond float16's range (+-65504), a few
+    units apart (multiples of 1/4: exact in float32): rows near 1e5 and 1.5e5 (masked) and
+    near -1e5 and -1.2e5 (every key valid)."""
+    base = torch.tensor([[1e5, -1e5], [1.5e5, -1.2e5]], dtype=dtype)
+    return base[..., None] + torch.randint(-8, 9, (2, 2, 5), generator=g).to(dtype) / 4
+
+
+def _masked_softmax_cases_round11():
+    """Cases added after red-team round 11: the rows of one example far apart (one maximum
+    shared by the rows underflows the rows far below it; the gradient case caught it, told
+    as a backward fault), and float32 and float64 scores beyond float16's range (scores
+    clamped to +-6e4 for every dtype become equal)."""
+    g = torch.Generator().manual_seed(311)
+    offsets = torch.tensor([[0.0, -800.0, 1000.0], [1000.0, 0.0, -800.0]])
+    far = offsets[..., None] + torch.randn(2, 3, 4, generator=g)
+    return [
+        ("X of shape (2, 3, 4) whose rows lie far apart within one example (near 0, -800 "
+         "and +1000), valid_lens [[4, 3, 2], [2, 4, 3]]", far,
+         torch.tensor([[4, 3, 2], [2, 4, 3]])),
+        ("float32 X of shape (2, 2, 5) with scores near 1e5, -1e5, 1.5e5 and -1.2e5 "
+         "(beyond float16's range, a few units apart), valid_lens [[3, 5], [4, 5]]",
+         _beyond_half(torch.float32, g), torch.tensor([[3, 5], [4, 5]])),
+        ("float64 X of shape (2, 2, 5) with scores near 1e5, -1e5, 1.5e5 and -1.2e5 "
+         "(beyond float16's range, a few units apart), valid_lens [[5, 5], [2, 5]]",
+         _beyond_half(torch.float64, g), torch.tensor([[5, 5], [2, 5]])),
     ]
 
 
@@ -297,6 +327,41 @@ def _lens_unchanged(given, valid_lens, name, case):
              "caller uses the same lengths again, e.g. for every head.")
 
 
+def _shared_max_hint(X, lens, rows):
+    """A hint naming one maximum shared by several rows, if a row among `rows` (batch,
+    queries) that has valid keys lies more than 100 below the highest valid score of another
+    row (exp() of every one of its shifted scores underflows to 0); else None (added after
+    red-team round 11)."""
+    keep = torch.arange(X.shape[-1]) < lens[..., None]
+    top = X.double().masked_fill(~keep, -math.inf).amax(dim=-1)      # (batch, queries)
+    far = rows & (lens > 0) & (top < top.max() - 100)
+    if not far.any():
+        return None
+    b, i = (int(t) for t in far.nonzero()[0])
+    return (f"row (example {b}, query {i}) has valid keys, but its scores lie about "
+            f"{float(top.max() - top[b, i]):.0f} below those of another row, so exp() of "
+            "each of its shifted scores underflowed to 0: the maximum you subtract is not "
+            "the row's own (one maximum per example, per matrix or for the whole tensor). "
+            "Subtract each row's own maximum, amax(dim=-1, keepdim=True) over its valid "
+            "keys (after the fill), as torch.softmax does.")
+
+
+# Clamps a learner may put on the scores "for float16" (added after red-team round 11).
+_CLAMPS = (1e4, 3e4, 5e4, 6e4, 65504.0)
+
+
+def _clamp_hint(found):
+    """(why, hint) for scores clamped to each bound of `found` (several: alike here)."""
+    bound = (f"+-{found[0]:g}" if len(found) == 1 else
+             f"a bound between +-{min(found):g} and +-{max(found):g} (alike on this case)")
+    return (f"the scores are clamped to {bound}: scores beyond the clamp become equal, so "
+            "1e5 and 7e4 get the same weight.",
+            "a float32 or float64 score may lie far beyond float16's range (+-65504): do "
+            "not clamp the scores. Subtracting each row's maximum already keeps exp() from "
+            "overflowing in every dtype (torch.softmax does), and a float16 input holds "
+            "only float16 numbers anyway.")
+
+
 _NAN_GRAD_HINT = ("an additive -inf mask (X + mask) makes the backward compute NaN for a row "
                   "with no valid key, even when nan_to_num or torch.where hides it in the "
                   "forward: use X.masked_fill(~keep, torch.finfo(X.dtype).min), then multiply "
@@ -307,7 +372,8 @@ _NAN_GRAD_HINT = ("an additive -inf mask (X + mask) makes the backward compute N
 def check_masked_softmax(fn):
     """Check `fn(X, valid_lens)`: softmax over the last axis that ignores keys >= valid_len, on
     1-D and 2-D lengths, empty rows, batches of one, huge and dominating scores (also without
-    a mask), float16,
+    a mask), rows of one example far apart, float32 and float64 scores beyond float16's
+    range, float16,
     float64, bfloat16, rows of 60 keys, square X, transposed X and lengths, lengths above 255,
     a second call on the same tensors changed in place, and gradients (fully masked rows and
     one key included)."""
@@ -342,6 +408,7 @@ def check_masked_softmax(fn):
                      "-inf fill. Fill with a finite number, torch.finfo(X.dtype).min, and "
                      f"multiply the result by the mask so that such a row is all zeros.{half}")
             fail(f"masked_softmax returned NaN on {case}, in rows that have valid keys.",
+                 _shared_max_hint(X, lens, rows) or
                  "exp() overflows for large scores (exp(12) is inf in float16, exp(89) in "
                  "float32): subtract each row's maximum before exp, as torch.softmax does.")
         expect_tensor(out, X.shape, what="masked_softmax(X, valid_lens)", case=case)
@@ -390,7 +457,9 @@ def check_masked_softmax(fn):
                 hint = ("mask the scores before the softmax; zeroing weights after it leaves "
                         "rows that sum to less than 1.")
             zero_rows = (W == 0).all(dim=-1) & ~empty             # valid keys, no weight
-            if zero_rows.any() and X.abs().max() <= 1e4 and valid_lens is not None:
+            if zero_rows.any() and _shared_max_hint(X, lens, zero_rows):
+                hint = _shared_max_hint(X, lens, zero_rows)
+            elif zero_rows.any() and X.abs().max() <= 1e4 and valid_lens is not None:
                 b, i = (int(t) for t in zero_rows.nonzero()[0])
                 if bool(((W != 0) & padded).any()):
                     hint = (f"row (example {b}, query {i}) came out all zeros, while "
@@ -455,6 +524,13 @@ def check_masked_softmax(fn):
                  "to X.dtype."
                  if X.dtype == torch.half and int(lens.max()) > 2048 else
                  "the mask is off by one: keep positions < valid_len, not < valid_len - 1.")
+        if not is_close(W, ref, atol=atol, rtol=1e-3):
+            found = [c for c in _CLAMPS if X.abs().max() > c and is_close(
+                W, _reference_masked_softmax(X.double().clamp(-c, c), valid_lens),
+                atol=atol, rtol=1e-3)]
+            if found:
+                why, hint = _clamp_hint(found)
+                fail(f"the weights are wrong on {case}: {why}", hint)
         expect_close(out, ref, what="masked_softmax(X, valid_lens)", case=case,
                      atol=atol, rtol=1e-3,
                      hint="softmax over the last axis (dim=-1) of the scores, with the keys "
@@ -519,12 +595,14 @@ def _masked_one_key_gradients(fn):
 
 
 def _attend(queries, keys, values, valid_lens, scale=None, dim=-1, offset=0,
-            keys_t=None, after=1.0, uniform_empty=False):
+            keys_t=None, after=1.0, uniform_empty=False, clamp=None):
     """Reference scaled dot-product attention (float64) and its common mistakes."""
     queries, keys, values = queries.double(), keys.double(), values.double()
     d = queries.shape[-1]
     keys_t = keys.transpose(1, 2) if keys_t is None else keys_t.double()
     scores = queries @ keys_t / (math.sqrt(d) if scale is None else scale)
+    if clamp is not None:
+        scores = scores.clamp(-clamp, clamp)
     if dim == -1:
         weights = _reference_masked_softmax(scores, valid_lens, offset)
         if uniform_empty and valid_lens is not None:
@@ -667,6 +745,53 @@ def _attention_cases_round10():
         ("queries (2, 3, 4), keys (2, 1, 4), values (2, 1, 3) (one key), valid_lens [1, 0]",
          *[torch.randn(2, n, dd, generator=g) for n, dd in ((3, 4), (1, 4), (1, 3))],
          torch.tensor([1, 0]), 1e-5),
+        *_attention_cases_round11(),
+    ]
+
+
+def _beyond_half_qkv(dtype, g):
+    """Queries (2, 3, 1) of +-1 and +-2, keys (2, 5, 1) near 1e5 (multiples of 1/4
+    apart), values (2, 5, 3): d = 1, so every score, 1e5 to 2e5 in size and beyond float16's
+    range, is exact in float32 and a few units from its row's others."""
+    signs = torch.tensor([[1.0, -1.0, 2.0], [-2.0, 1.0, -1.0]])
+    keys = 1e5 + torch.randint(-8, 9, (2, 5, 1), generator=g) / 4
+    values = torch.randn(2, 5, 3, generator=g)
+    return [t.to(dtype) for t in (signs[..., None], keys, values)]
+
+
+def _half_long_qkv():
+    """float16 queries (1, 2, 4) of ones, keys (1, 4100, 4) of -4 (score -8) but for keys
+    2048 and 4099 (zeros: score 0, about 0.6 and 0.3 of the weight), values zero but for
+    those two keys: exact scores, and an output that the weights of keys 2048 and 4099
+    decide."""
+    q = torch.ones(1, 2, 4)
+    k = torch.full((1, 4100, 4), -4.0)
+    v = torch.zeros(1, 4100, 3)
+    k[0, [2048, 4099]] = 0.0
+    v[0, 2048] = torch.tensor([1.0, -1.0, 0.5])
+    v[0, 4099] = torch.tensor([-1.0, 2.0, 1.0])
+    return [t.half() for t in (q, k, v)]
+
+
+def _attention_cases_round11():
+    """Cases added after red-team round 11: float32 and float64 scores beyond float16's
+    range (scores clamped to +-6e4 become equal), and float16 with lengths above 2048 (mask
+    positions or lengths cast to float16 round: 2049 -> 2048, 4099 -> 4100)."""
+    g = torch.Generator().manual_seed(411)
+    return [
+        # float32 is 1/128 apart near 1e5: a softmax that rounds a number of that size (a
+        # log-sum-exp, accepted on the other cases) errs by up to about 1e-2 here
+        ("float32 queries (2, 3, 1), keys (2, 5, 1), values (2, 5, 3) with scores of 1e5 "
+         "to 2e5 in size (beyond float16's range, a few units apart), valid_lens "
+         "[[5, 3, 4], [2, 5, 3]]", *_beyond_half_qkv(torch.float32, g),
+         torch.tensor([[5, 3, 4], [2, 5, 3]]), 1e-2),
+        ("float64 queries (2, 3, 1), keys (2, 5, 1), values (2, 5, 3) with scores of 1e5 "
+         "to 2e5 in size (beyond float16's range, a few units apart), valid_lens [4, 5]",
+         *_beyond_half_qkv(torch.float64, g), torch.tensor([4, 5]), 1e-7),
+        ("float16 queries (1, 2, 4), keys (1, 4100, 4), values (1, 4100, 3) whose keys "
+         "2048 and 4099 take most of the weight, valid_lens [[2049, 4100]] (lengths above "
+         "2048)",
+         *_half_long_qkv(), torch.tensor([[2049, 4100]]), 5e-3),
     ]
 
 
@@ -922,6 +1047,99 @@ def _diagnose_round8(out, q, k, v, valid_lens, atol, case):
                                  "the whole valid_lens against the key positions.")
 
 
+def _attend_keep(q, k, v, keep):
+    """softmax(Q K^T / sqrt(d)) V in float64 with the keys kept where `keep` (batch,
+    queries, keys) holds."""
+    scores = q.double() @ k.double().transpose(1, 2) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(scores.masked_fill(~keep, torch.finfo(scores.dtype).min), -1)
+    return (weights * keep) @ v.double()
+
+
+def _diagnose_round11(out, q, k, v, valid_lens, atol, case):
+    """Name the mistakes red-team round 11 found: scores clamped into float16's range for
+    every dtype, key positions or lengths compared in float16 (2049 rounds to 2048), and a
+    shortcut for one key that ignores valid_lens."""
+    __tracebackhide__ = True
+    top = float((q.double() @ k.double().transpose(1, 2)).abs().max()) \
+        / math.sqrt(q.shape[-1])
+    found = [c for c in _CLAMPS if top > c and is_close(
+        out, _attend(q, k, v, valid_lens, clamp=c), atol=atol, rtol=1e-3)]
+    if found:
+        why, hint = _clamp_hint(found)
+        fail(f"the output is wrong on {case}: {why}", hint)
+    if q.dtype == torch.half and valid_lens is not None and int(valid_lens.max()) > 2048:
+        lens = _lens_2d(valid_lens, (q.shape[0], q.shape[1], k.shape[1]))[..., None]
+        positions = torch.arange(k.shape[1])
+        for keep in (positions.half() < lens.half(), positions < lens.half().long()):
+            if not torch.equal(keep, positions < lens) and is_close(
+                    out, _attend_keep(q, k, v, keep), atol=atol, rtol=1e-3):
+                fail(f"the output is wrong on {case}: the mask compares positions or "
+                     "lengths in float16, which holds the integers exactly only up to 2048 "
+                     "(2049 rounds to 2048, 4099 to 4100), so a valid key is masked.",
+                     "compare integer positions, torch.arange(num_keys), with the integer "
+                     "valid_lens; do not cast the lengths or the positions to the scores' "
+                     "dtype.")
+    if k.shape[1] == 1 and valid_lens is not None and bool((valid_lens == 0).any()) \
+            and is_close(out, _attend(q, k, v, None), atol=atol, rtol=1e-3):
+        fail(f"the output is wrong on {case}: every query got the value of the one key, "
+             "also a query whose valid_len is 0: a shortcut for one key ignores "
+             "valid_lens.",
+             "with one key every weight is 1, except for a query with no valid key "
+             "(valid_len 0), whose weights, and output, are all zeros: a shortcut must "
+             "still apply valid_lens (multiply by the mask), or compute one key the way "
+             "you compute many.")
+
+
+_LENS_STATE_PROBE = ("queries (3, 2, 5), keys (3, 6, 5), values (3, 6, 2) (shapes no "
+                     "other case has), valid_lens {}")
+
+
+def _masks_on_probe(fn, per_query):
+    """Whether fn masks right on shapes that no case has (a cache keyed by the shapes
+    cannot hold them), with per-query (2-D) lengths or one per example."""
+    g = torch.Generator().manual_seed(412)
+    q, k, v = (torch.randn(3, n, dd, generator=g) for n, dd in ((2, 5), (6, 5), (6, 2)))
+    lens = torch.tensor([[1, 3], [4, 6], [2, 5]] if per_query else [1, 4, 2])
+    seen = call(fn, q.clone(), k.clone(), v.clone(), lens.clone(),
+                name="scaled_dot_product_attention",
+                case=_LENS_STATE_PROBE.format(lens.tolist()),
+                hint_on_error=_sdpa_error_hint)
+    return isinstance(seen, torch.Tensor) and seen.is_floating_point() \
+        and tuple(seen.shape) == (3, 2, 2) \
+        and is_close(seen, _attend(q, k, v, lens), atol=1e-5, rtol=1e-3)
+
+
+def _stale_lens_sdpa(fn, out, q, k, v, valid_lens, earlier, atol, case):
+    """Fail if the output is what an earlier call's valid_lens give on tensors of these
+    shapes (added after red-team round 11: weights cached by the shapes were told
+    "valid_lens is ignored"); where that is also the unmasked output, only if fn masks right
+    on the probe's new shapes."""
+    __tracebackhide__ = True
+    for oq, ok, _, old in earlier:
+        if oq.shape != q.shape or ok.shape != k.shape or oq.dtype != q.dtype:
+            continue
+        if (old is None and valid_lens is None) or (
+                old is not None and valid_lens is not None and old.shape == valid_lens.shape
+                and torch.equal(old, valid_lens)):
+            continue
+        if not any(is_close(out, _attend(a, b, v, old), atol=atol, rtol=1e-3)
+                   for a, b in ((q, k), (oq, ok))):
+            continue
+        probed = valid_lens is not None and is_close(out, _attend(q, k, v, None),
+                                                     atol=atol, rtol=1e-3)
+        if probed and not _masks_on_probe(fn, valid_lens.dim() == 2):
+            return  # as if valid_lens were ignored, on new shapes too: told below
+        given = "valid_lens None" if old is None else f"valid_lens {old.tolist()}"
+        fail(f"the output is wrong on {case}: it is what an earlier call on tensors of "
+             f"these shapes with {given} gave"
+             f"{', while your function masks right on new shapes' if probed else ''}: it "
+             "keeps something computed in an earlier call (a cache keyed by the shapes, a "
+             "default argument, a global).",
+             "keep nothing between calls (no cache or global keyed on the shapes): compute "
+             "the scores, the mask and the weights from this call's queries, keys and "
+             "valid_lens every time.")
+
+
 # (keyword arguments of _attend from the keys, why): mistakes other than the scale.
 _SDPA_MISTAKES = [
     (lambda k: dict(scale=1.0, after=math.sqrt(k.shape[-1])),
@@ -942,12 +1160,13 @@ _SDPA_MISTAKES = [
 @checker("scaled_dot_product_attention")
 def check_scaled_dot_product_attention(fn):
     """Check `fn(queries, keys, values, valid_lens)` -> softmax(Q K^T / sqrt(d)) V, masked, on
-    batches of one, huge and large scores (also without valid_lens), 60 keys, float16,
-    float64, as many queries as examples, a batch of two with 6 queries, values of the keys'
-    shape, new tensors of an earlier call's shapes, one key (the output a new tensor, not a
-    view of the values), a second call on the same tensors changed in place, and gradients
-    (one key too)."""
-    earlier = []  # the (queries, keys, values) of the calls that were right
+    batches of one, huge and large scores (also without valid_lens), float32 and float64
+    scores beyond float16's range, 60 keys, float16 (also with 4,100 keys and lengths above
+    2048), float64, as many queries as examples, a batch of two with 6 queries, values of
+    the keys' shape, new tensors of an earlier call's shapes, one key (the output a new
+    tensor, not a view of the values), a second call on the same tensors changed in place,
+    and gradients (one key too)."""
+    earlier = []  # the (queries, keys, values, valid_lens) of the calls that were right
     for case, q, k, v, valid_lens, atol in _attention_cases():
         given = [q.clone(), k.clone(), v.clone()]
         lens_given = None if valid_lens is None else valid_lens.clone()
@@ -981,10 +1200,12 @@ def check_scaled_dot_product_attention(fn):
         ref = _attend(q, k, v, valid_lens)
         if is_close(out, ref, atol=atol, rtol=1e-3):
             expect_float64_accuracy(out, ref, case=case)
-            earlier.append((q, k, v))
+            earlier.append((q, k, v, valid_lens))
             continue
         _stale_qkv(out, (q, k, v), valid_lens, earlier, atol, case)
         _stale_scale(out, q, k, v, valid_lens, earlier, atol, case)
+        _stale_lens_sdpa(fn, out, q, k, v, valid_lens, earlier, atol, case)
+        _diagnose_round11(out, q, k, v, valid_lens, atol, case)
         _diagnose_scale(fn, out, q, k, v, valid_lens, atol, case)
         for kwargs, why in _SDPA_MISTAKES:
             if is_close(out, _attend(q, k, v, valid_lens, **kwargs(k)), atol=atol, rtol=1e-3):
