@@ -376,7 +376,27 @@ def _online_cases():
     V = 1e5 * (1 + torch.rand(2, 6, 3, generator=g))
     cases.append((_ONLINE_BEYOND_FLOAT16, (Q.bfloat16(), K.bfloat16(), V.bfloat16()), 2,
                   False))
+    # One block holds every key (block_size >= num_keys): a shortcut for that case (plain
+    # softmax attention) must still subtract the max and hide the future with -inf.
+    g = torch.Generator().manual_seed(20)
+    for causal in (False, True):
+        cases.append((_one_block(causal), tuple(100 * torch.randn(2, 9, 4, generator=g)
+                                                for _ in "QK")
+                      + (torch.randn(2, 9, 5, generator=g),), 9, causal))
+    far = 100 * torch.ones(1, 6, 4) + torch.randn(1, 6, 4, generator=g)
+    cases.append((_ONE_BLOCK_FAR, (far, -far.flip(1), torch.randn(1, 6, 3, generator=g)), 8,
+                  True))
     return cases
+
+
+def _one_block(causal):
+    return ("batch 2, 9 queries, 9 keys, d=4, block_size=9 (one block holds every key)"
+            + (", causal" if causal else "") + ", Q and K = 100 * randn (scores up to "
+            "about 1e4)")
+
+
+_ONE_BLOCK_FAR = ("batch 1, 6 queries, 6 keys, d=4, block_size=8 (one block holds every "
+                  "key), causal, every visible score near -2e4")
 
 
 def _online_hundreds(dtype):
@@ -402,6 +422,13 @@ _ONLINE_CASE_HINTS = {_online_hundreds(torch.float16): _LATER_BLOCK_HINT,
                           "through float16 (x.half()) turns it into inf. Compute bfloat16 "
                           "inputs in float32 (x.float()), or in bfloat16, and cast the "
                           "result back.")}
+_ONE_BLOCK_HINT = ("here one block holds every key (block_size >= num_keys): a shortcut for "
+                   "that case (plain attention over all keys) must subtract each query's "
+                   "maximum score before exp() and fill hidden keys with -inf too, as the "
+                   "loop does; or simply run the loop, which then makes one pass.")
+_ONLINE_CASE_HINTS.update({_one_block(False): _ONE_BLOCK_HINT,
+                           _one_block(True): _ONE_BLOCK_HINT,
+                           _ONE_BLOCK_FAR: _ONE_BLOCK_HINT})
 
 
 @checker("online_softmax_attention")
@@ -410,12 +437,14 @@ def check_online_softmax_attention(fn):
     over blocks of keys with a running max, sum and weighted sum. Equal to full attention
     (block sizes 1, 3, 4, 16 and larger than n, a shorter last block, scores of 1e4 and of
     -5000), the causal variant (key j <= query i; visible scores near -2e4, so that the
-    hidden ones need -inf), transposed (non-contiguous) inputs, float64, float16 and
-    bfloat16 inputs (the output keeps their dtype; scores in the hundreds with the best key
-    after the first block, bfloat16 values beyond float16's range), gradients (float32,
-    float16, bfloat16, and with one key), and a peak memory
-    bounded by the block size (float32 and float16): no (n, n) matrix or mask, and no
-    (num_queries, num_keys) scores for few queries and many keys."""
+    hidden ones need -inf), one block holding every key (block_size >= num_keys) with
+    scores of 1e4 and causal scores near -2e4 (a shortcut for it keeps the max and -inf),
+    transposed (non-contiguous) inputs, float64, float16 and bfloat16 inputs (the output
+    keeps their dtype; scores in the hundreds with the best key after the first block,
+    bfloat16 values beyond float16's range), gradients (float32, float16, bfloat16, and
+    with one key), and a peak memory bounded by the block size (float32, float64, float16
+    and bfloat16): no (n, n) matrix or mask, and no (num_queries, num_keys) scores for few
+    queries and many keys."""
     _check_online_values(fn, half=False)
     _check_online_gradients_and_memory(fn)
     # float16 last: a mix of float16 and float32 inside fails there, and a fault found by
@@ -443,8 +472,9 @@ def _check_online_half_gradients_and_memory(fn):
     backpropagates through the attention), within a few roundings of the dtype (worst
     |difference| / (1 + |gradient|) measured over the right solutions of the red-team
     tables and of the tests, float16 / bfloat16: 7.8e-4 / 4.8e-3); and the computation is
-    blockwise there too (peak memory on 512 queries and keys, where the float32 score
-    matrix is 1 MiB: right solutions 0.1 to 0.3 MiB, plain attention in float32 2.1 MiB)."""
+    blockwise there too (float16: peak memory on 512 queries and keys, where the float32
+    score matrix is 1 MiB: right solutions 0.1 to 0.3 MiB, plain attention in float32 2.1
+    MiB; bfloat16: 1024 queries and keys, with and without causal)."""
     g = torch.Generator().manual_seed(17)
     Q, K, V = (torch.randn(2, 7, 4, generator=g), torch.randn(2, 7, 4, generator=g),
                torch.randn(2, 7, 3, generator=g))
@@ -462,6 +492,14 @@ def _check_online_half_gradients_and_memory(fn):
     if _runs_in(fn, torch.float16):
         X = torch.randn(1, 512, 16, generator=g).half()
         _expect_memory(fn, X, X, X, 16, False, copies=2)
+    # bfloat16 too, with and without causal (a path of its own may build the whole matrix
+    # "for accuracy"): budget 1.75 MiB, the float32 score matrix of 1024 queries and keys
+    # 4 MiB. Right solutions of the red-team tables and the tests peak at 0.06 to 0.6 MiB,
+    # those with float64 copies inside at 1.2 MiB; the full matrix in float64, 16.5 MiB.
+    X = torch.randn(1, 1024, 16, generator=g).bfloat16()
+    if _runs_in(fn, torch.bfloat16):
+        for causal in (False, True):
+            _expect_memory(fn, X, X, X, 16, causal, copies=3)
 
 
 def _check_online_values(fn, half):
@@ -536,15 +574,24 @@ def _check_online_gradients_and_memory(fn):
     Q = torch.randn(1, 64, 2, generator=g)
     K, V = torch.randn(1, 8192, 2, generator=g), torch.randn(1, 8192, 2, generator=g)
     _expect_memory(fn, Q, K, V, 64, False, copies=4)
+    # float64 inputs too (a path of their own may build the whole matrix "for accuracy"):
+    # the budget counts float64 blocks and inputs, 3 MiB, the float64 score matrix 8 MiB.
+    # Right solutions of the red-team tables and the tests peak at 0.3 to 0.93 MiB; the
+    # full matrix (scores and weights) at 16 / 17 MiB without / with causal.
+    X = torch.randn(1, 1024, 16, generator=g, dtype=torch.float64)
+    for causal in (False, True):
+        _expect_memory(fn, X, X, X, 16, causal, copies=2)
 
 
 def _expect_memory(fn, Q, K, V, block, causal, copies):
     """The peak memory of fn(Q, K, V, block) must stay within 16 blocks of (num_queries,
-    block) float32 scores plus `copies` times the inputs and output."""
+    block) float32 scores (float64 ones for float64 inputs) plus `copies` times the inputs
+    and output (counted in float32, or float64)."""
     (b, m, d), n = Q.shape, K.shape[1]
-    full = b * m * n * 4  # bytes of the whole float32 score matrix
-    one = b * m * block * 4  # bytes of one block's float32 (num_queries, block_size) scores
-    inputs = 4 * (Q.numel() + K.numel() + V.numel() + b * m * V.shape[-1])
+    width = max(4, Q.element_size())  # bytes per score: float32, or float64
+    full = b * m * n * width  # bytes of the whole score matrix
+    one = b * m * block * width  # bytes of one block's (num_queries, block_size) scores
+    inputs = width * (Q.numel() + K.numel() + V.numel() + b * m * V.shape[-1])
     budget = 16 * one + copies * inputs
     with forbidden(SDPA, SDPA_WHY):
         peak = peak_memory(lambda: fn(Q, K, V, block, causal=causal))
@@ -555,7 +602,8 @@ def _expect_memory(fn, Q, K, V, block, causal, copies):
     else:
         case = f"batch {b}, {m} queries, {n} keys, d={d}, block_size={block}"
     case += ", causal" if causal else ""
-    case += f", {str(Q.dtype).replace('torch.', '')} inputs" if Q.dtype in HALF else ""
+    dtype = str(Q.dtype).replace("torch.", "")
+    case += f", {dtype} inputs" if Q.dtype != torch.float32 else ""
     if causal:  # the same call with causal=False passed
         what = (f"{peak / full:.1f} times the whole {m} x {n} score matrix, while with "
                 "causal=False the same call stayed within the budget: the causal mask "
@@ -578,7 +626,8 @@ def _expect_memory(fn, Q, K, V, block, causal, copies):
         hint = ("build the causal mask block by block, from the key indices of the block "
                 "against the query indices, not as one num_queries x num_keys matrix.")
     fail(f"on {case}, the peak memory was {peak / 2**20:.2f} MiB, more than the budget of "
-         f"{budget / 2**20:.2f} MiB (16 blocks of num_queries x block_size float32 scores, "
+         f"{budget / 2**20:.2f} MiB (16 blocks of num_queries x block_size "
+         f"{'float64' if width == 8 else 'float32'} scores, "
          f"{one / 2**20:.3f} MiB each, plus {copies} times the inputs and output); that is "
          f"{what}", hint)
 
@@ -656,13 +705,35 @@ def _gqa_cases():
     Q, K = torch.randn(2, 4, 3, 4, generator=g), torch.randn(2, 2, 5, 4, generator=g)
     V = 1e5 * (1 + torch.rand(2, 2, 5, 4, generator=g))
     cases.append((_BEYOND_FLOAT16, (Q.bfloat16(), K.bfloat16(), V.bfloat16())))
+    # Groups of one head (as many key-value heads as query heads) and one group (a single
+    # key-value head): a shortcut for either (plain attention, a broadcast K) must keep
+    # the max subtraction and the float64 accuracy too.
+    g = torch.Generator().manual_seed(19)
+    for h, kv in ((3, 3), (4, 1)):
+        for dtype in (torch.float32,) + HALF:
+            cases.append((_hundreds(dtype, h, kv),
+                          _one_winner(g, dtype, (2, h, 3), (2, kv), 8)))
+        Q, K, V = (torch.randn(2, h, 3, 5, generator=g, dtype=torch.float64),
+                   torch.randn(2, kv, 6, 5, generator=g, dtype=torch.float64),
+                   torch.randn(2, kv, 6, 5, generator=g, dtype=torch.float64))
+        cases.append((f"batch 2, {_heads_words(h, kv)}, 3 queries, 6 keys, head size 5, "
+                      "float64 inputs", (Q, K, V)))
     return cases
 
 
-def _hundreds(dtype):
-    return ("batch 2, 4 query heads, 2 key-value heads, 3 queries, 6 keys, head size 8, "
+def _heads_words(h, kv):
+    return (f"{h} query heads, {kv} key-value head{'s' if kv > 1 else ''}" +
+            (" (plain multi-head)" if kv == h else " (multi-query)" if kv == 1 else ""))
+
+
+def _hundreds(dtype, h=4, kv=2):
+    return (f"batch 2, {_heads_words(h, kv)}, 3 queries, 6 keys, head size 8, "
             f"{str(dtype).replace('torch.', '')} inputs, each query's score for one key "
             "about 300 and for the others below 100 (scores in the hundreds)")
+
+
+_HUNDREDS_CASES = {_hundreds(dtype, h, kv) for dtype in (torch.float32,) + HALF
+                   for h, kv in ((4, 2), (3, 3), (4, 1))}
 
 
 def _one_winner(g, dtype, q_shape, kv_shape, value_size, first=0):
@@ -803,8 +874,12 @@ def check_grouped_query_attention(fn):
     inputs (the output keeps their dtype), scores in the hundreds (exp must not overflow;
     in float16 and bfloat16 too), bfloat16 values beyond float16's range, one key (a new
     tensor, not V), a second call after K and V changed in place (no cache keyed by the
-    tensors); gradients (float32, float16, bfloat16, and with one key); an error (the exercise asks for a ValueError) when num_kv_heads does not divide
-    num_heads. A scale a little off, or a step rounded to float16, is named."""
+    tensors); scores in the hundreds and float64 inputs also with one key-value head per
+    query head and with a single key-value head (a shortcut for either keeps the max
+    subtraction and the precision); gradients (float32, float16, bfloat16, and with one
+    key); a ValueError (not another error, nor a result) when num_kv_heads does not divide
+    num_heads (4 key-value heads for 6 query heads, and for 2). A scale a little off, or
+    a step rounded to float16, is named."""
     seen = {}  # the K and V of an earlier case, by shapes
     for case, (Q, K, V) in _gqa_cases():
         given = [Q.clone(), K.clone(), V.clone()]
@@ -843,7 +918,7 @@ def check_grouped_query_attention(fn):
         overflow_hint = (_HALF_OVERFLOW_HINT if Q.dtype == torch.float16 else
                          "exp() overflows for scores above about 88 in float32: subtract "
                          "each row's maximum score before exp(), or use torch.softmax.")
-        if case in (_hundreds(torch.float16), _hundreds(torch.bfloat16)):
+        if case in _HUNDREDS_CASES:
             overflow_hint = _HUNDREDS_HINT
         if case == _BEYOND_FLOAT16:
             overflow_hint = _FLOAT16_RANGE_HINT
@@ -941,24 +1016,49 @@ def check_grouped_query_attention(fn):
 
 
 def _expect_kv_heads_refused(fn):
-    """6 query heads cannot share 4 key-value heads in equal groups: an error, of any kind
-    (the exercise asks for a ValueError), not a result."""
+    """6 query heads cannot share 4 key-value heads in equal groups, nor 2 query heads 4
+    key-value heads: a ValueError, as the exercise asks (not a result, nor another error:
+    an assert vanishes under python -O, and a caller who catches ValueError misses a
+    TypeError or the RuntimeError of a broadcast)."""
     g = torch.Generator().manual_seed(16)
-    Q, K, V = (torch.randn(1, 6, 3, 4, generator=g), torch.randn(1, 4, 5, 4, generator=g),
-               torch.randn(1, 4, 5, 4, generator=g))
-    case = ("batch 1, 6 query heads, 4 key-value heads (4 does not divide 6), 3 queries, 5 "
-            "keys, head size 4")
-    try:
-        with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
-            out = fn(Q, K, V)
-    except CheckFailed:
-        raise
-    except Exception:  # noqa: BLE001 - any error refuses the input
-        return
-    shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
-    fail(f"grouped_query_attention returned a result ({shape}) on {case} instead of an "
-         "error: 6 query heads cannot be split into equal groups over 4 key-value heads, "
-         "so some query heads were given a key-value head without a word.",
-         "check at the start of the function: if num_heads % num_kv_heads != 0, raise "
-         "ValueError(f\"num_kv_heads = {num_kv_heads} does not divide num_heads = "
-         "{num_heads}\").")
+    for h, kv in ((6, 4), (2, 4)):
+        Q, K, V = (torch.randn(1, h, 3, 4, generator=g),
+                   torch.randn(1, kv, 5, 4, generator=g),
+                   torch.randn(1, kv, 5, 4, generator=g))
+        case = (f"batch 1, {h} query heads, {kv} key-value heads ({kv} does not divide "
+                f"{h}), 3 queries, 5 keys, head size 4")
+        fix = ("check at the start of the function: if num_heads % num_kv_heads != 0, "
+               "raise ValueError(f\"num_kv_heads = {num_kv_heads} does not divide "
+               "num_heads = {num_heads}\").")
+        try:
+            with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
+                out = fn(Q, K, V)
+        except CheckFailed:
+            raise
+        except ValueError:
+            continue
+        except Exception as error:  # noqa: BLE001 - named below
+            name = type(error).__name__
+            text = str(error).strip().splitlines()[0][:200] if str(error).strip() else ""
+            why = {"AssertionError": " An assert is not a ValueError, and python -O "
+                                     "removes it: the wrong result then comes back "
+                                     "silently.",
+                   "TypeError": " The type of the inputs is right, their head counts "
+                                "are not: that is a ValueError."}.get(
+                name, " If your own check raised it, raise ValueError instead; if not, "
+                      "the function ran on until a tensor operation failed: check the "
+                      "head counts first.")
+            fail(f"grouped_query_attention raised {name}"
+                 + (f" ({text})" if text else "") + f" on {case}, where the exercise asks "
+                 "for a ValueError: a caller that catches ValueError (the error for a "
+                 f"wrong value, here a head count) does not catch "
+                 f"{'an' if name[0] in 'AEIOU' else 'a'} {name}.{why}", fix)
+        shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+        what = (f"{h} query heads cannot be split into equal groups over {kv} key-value "
+                "heads, so some query heads were given a key-value head without a word."
+                if kv < h else
+                f"there are more key-value heads ({kv}) than query heads ({h}), so "
+                "num_kv_heads does not divide num_heads, and some key-value heads were "
+                "left out (or shared unevenly) without a word.")
+        fail(f"grouped_query_attention returned a result ({shape}) on {case} instead of a "
+             f"ValueError: {what}", fix)

@@ -89,10 +89,10 @@ def W_03_scale_by_num_keys_when_square(Q, K, V):
     return (torch.softmax(s, -1) @ v.float()).to(dt)
 
 
-# Accepted on purpose (A_): exercise 11.2 asks only for a ValueError, and the checker accepts
-# any error there (the right solutions of rounds 3 to 9 stop with the RuntimeError of a
-# broadcast or a reshape); asking a deliberate ValueError to name the sizes would refuse the
-# learner who checked, while one who did not passes.
+# Accepted on purpose (A_): exercise 11.2 asks only for a ValueError, not for a message that
+# names the sizes. (Round 11: the checker now requires the ValueError itself, and the right
+# solutions of rounds 3 to 9 that stop with the RuntimeError of a broadcast or a reshape
+# are W_; this entry raises a ValueError and passes.)
 def A_04_message_no_sizes(Q, K, V):
     if Q.shape[1] % K.shape[1]:
         raise ValueError("head counts do not divide")

@@ -1,7 +1,16 @@
 """Round 3 red team (writer R3, issue 12), ch11_gqa: wrong (W_), right (C_), odd but right
 (O_) and against-the-wording (S_) solutions written from the exercise text alone;
 copied from /work/redteam/round3/sols/ch11_gqa.py with the names W01_x written W_01_x.
-The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass)."""
+The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass).
+Renamed in round 11: check_grouped_query_attention now asks for the ValueError of exercise
+11.2 (4 key-value heads for 6 query heads, and for 2); these entries compute the right
+attention but stop with the RuntimeError or IndexError of a broadcast, a reshape or an
+index, so they are W_ (C_1_repeat_interleave -> W_14_repeat_interleave,
+O_1_grouped_broadcast -> W_15_grouped_broadcast, O_2_expand_reshape_float64_ok ->
+W_16_expand_reshape_float64_ok, O_3_index_select_group -> W_17_index_select_group,
+O_4_fold_group_into_query_axis -> W_18_fold_group_into_query_axis,
+O_5_reference_in_input_dtype -> W_19_reference_in_input_dtype).
+"""
 # flake8: noqa
 CHECK = "check_grouped_query_attention"
 CHECK_MOD = "book.checks.ch11"
@@ -19,23 +28,23 @@ def _attn(Q, K, V, scale_dim=None, causal=False, manual=False):
         W = torch.softmax(S, -1)
     return W @ V
 
-def C_1_repeat_interleave(Q, K, V):
+def W_14_repeat_interleave(Q, K, V):
     g = Q.shape[1] // K.shape[1]
     return _attn(Q, K.repeat_interleave(g, dim=1), V.repeat_interleave(g, dim=1))
 
-def O_1_grouped_broadcast(Q, K, V):
+def W_15_grouped_broadcast(Q, K, V):
     b, h, nq, hs = Q.shape; hkv = K.shape[1]; g = h // hkv
     Qg = Q.reshape(b, hkv, g, nq, hs)
     S = Qg @ K[:, :, None].transpose(-1, -2) / math.sqrt(hs)
     return (torch.softmax(S, -1) @ V[:, :, None]).reshape(b, h, nq, hs)
 
-def O_2_expand_reshape_float64_ok(Q, K, V):
+def W_16_expand_reshape_float64_ok(Q, K, V):
     b, h, nq, hs = Q.shape; hkv, nk = K.shape[1], K.shape[2]; g = h // hkv
     Ke = K[:, :, None].expand(b, hkv, g, nk, hs).reshape(b, h, nk, hs)
     Ve = V[:, :, None].expand(b, hkv, g, nk, V.shape[-1]).reshape(b, h, nk, V.shape[-1])
     return _attn(Q, Ke, Ve)
 
-def O_3_index_select_group(Q, K, V):
+def W_17_index_select_group(Q, K, V):
     h, hkv = Q.shape[1], K.shape[1]
     idx = torch.arange(h, device=Q.device) // (h // hkv)
     return _attn(Q, K[:, idx], V[:, idx])
@@ -82,7 +91,7 @@ def W_09_scales_Q_in_place(Q, K, V):
     return _attn(Q, K.repeat_interleave(g, 1), V.repeat_interleave(g, 1))
 
 def W_10_transpose_scramble(Q, K, V):
-    out = C_1_repeat_interleave(Q, K, V)  # (b, h, nq, hs)
+    out = W_14_repeat_interleave(Q, K, V)  # (b, h, nq, hs)
     return out.transpose(1, 2).reshape(out.shape)
 
 def W_11_group_by_modulo(Q, K, V):
@@ -94,7 +103,7 @@ def W_12_scale_by_sqrt_num_keys(Q, K, V):
     g = Q.shape[1] // K.shape[1]
     return _attn(Q, K.repeat_interleave(g, 1), V.repeat_interleave(g, 1), scale_dim=K.shape[2])
 
-def O_4_fold_group_into_query_axis(Q, K, V):
+def W_18_fold_group_into_query_axis(Q, K, V):
     b, h, nq, hs = Q.shape; hkv = K.shape[1]; g = h // hkv
     Qf = Q.reshape(b, hkv, g * nq, hs)                       # consecutive heads -> one kv head
     out = torch.softmax(Qf @ K.transpose(-1, -2) / math.sqrt(hs), -1) @ V
@@ -106,7 +115,7 @@ def W_13_fold_group_wrong_order(Q, K, V):
     out = torch.softmax(Qf @ K.transpose(-1, -2) / math.sqrt(hs), -1) @ V
     return out.transpose(1, 2).reshape(b, nq, h, hs).transpose(1, 2)
 
-def O_5_reference_in_input_dtype(Q, K, V):
+def W_19_reference_in_input_dtype(Q, K, V):
     # computes scores before scaling in the input dtype: fine in float32, overflows in float16
     g = Q.shape[1] // K.shape[1]
     K, V = K.repeat_interleave(g, 1), V.repeat_interleave(g, 1)

@@ -1,7 +1,15 @@
 """Round 4 red team (writer R4-C, issue 12), ch11_gqa: wrong (W_), right (C_), odd but right
 (O_) and against-the-wording (S_) solutions written from the exercise text alone;
 copied from /work/redteam/round4/C/sols/ch11_gqa.py with the names W01_x written W_01_x.
-The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass)."""
+The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass).
+Renamed in round 11: check_grouped_query_attention now asks for the ValueError of exercise
+11.2 (4 key-value heads for 6 query heads, and for 2); these entries compute the right
+attention but stop with the RuntimeError or IndexError of a broadcast, a reshape or an
+index, so they are W_ (C_01_repeat_interleave -> W_23_repeat_interleave, C_02_group_view ->
+W_24_group_view, O_01_einsum_float64 -> W_25_einsum_float64, O_02_loop_over_heads ->
+W_26_loop_over_heads, O_03_expand_reshape -> W_27_expand_reshape, O_04_view_splits_only ->
+W_28_view_splits_only).
+"""
 # flake8: noqa
 import math
 import torch
@@ -16,12 +24,12 @@ def _attn(Q, K, V, scale=None, dim=-1):
     return torch.softmax(s, dim) @ V
 
 
-def C_01_repeat_interleave(Q, K, V):
+def W_23_repeat_interleave(Q, K, V):
     g = Q.shape[1] // K.shape[1]
     return _attn(Q, K.repeat_interleave(g, 1), V.repeat_interleave(g, 1))
 
 
-def C_02_group_view(Q, K, V):
+def W_24_group_view(Q, K, V):
     b, h, n, d = Q.shape
     hk = K.shape[1]
     Qg = Q.reshape(b, hk, h // hk, n, d)
@@ -29,7 +37,7 @@ def C_02_group_view(Q, K, V):
     return out.reshape(b, h, n, V.shape[-1])
 
 
-def O_01_einsum_float64(Q, K, V):
+def W_25_einsum_float64(Q, K, V):
     b, h, n, d = Q.shape
     hk = K.shape[1]
     Qg = Q.double().reshape(b, hk, h // hk, n, d)
@@ -38,13 +46,13 @@ def O_01_einsum_float64(Q, K, V):
     return out.reshape(b, h, n, -1).to(Q.dtype)
 
 
-def O_02_loop_over_heads(Q, K, V):
+def W_26_loop_over_heads(Q, K, V):
     h, hk = Q.shape[1], K.shape[1]
     g = h // hk
     return torch.stack([_attn(Q[:, i], K[:, i // g], V[:, i // g]) for i in range(h)], 1)
 
 
-def O_03_expand_reshape(Q, K, V):
+def W_27_expand_reshape(Q, K, V):
     b, h, n, d = Q.shape
     hk, nk = K.shape[1], K.shape[2]
     g = h // hk
@@ -180,7 +188,7 @@ def S_01_no_divisibility_check(Q, K, V):
     return _attn(Q, Ke[:, :h], Ve[:, :h])
 
 
-def O_04_view_splits_only(Q, K, V):
+def W_28_view_splits_only(Q, K, V):
     b, h, n, d = Q.shape
     hk = K.shape[1]
     Qg = Q.view(b, hk, h // hk, n, d)

@@ -3,7 +3,15 @@
 from /work/redteam/round5/C/sols/ch11_gqa.py with the names W01_x written W_01_x. Wrong ones the
 checker accepts on purpose are named A_ (not tested), with the reason beside them.
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
-(must pass)."""
+(must pass).
+Renamed in round 11: check_grouped_query_attention now asks for the ValueError of exercise
+11.2 (4 key-value heads for 6 query heads, and for 2); these entries compute the right
+attention but stop with the RuntimeError or IndexError of a broadcast, a reshape or an
+index, so they are W_ (C_01_repeat_interleave -> W_21_repeat_interleave,
+O_02_group_reshape_broadcast -> W_22_group_reshape_broadcast, O_04_loop_over_heads ->
+W_23_loop_over_heads, O_05_value_head_size_from_keys_was_W17 ->
+W_24_value_head_size_from_keys_was_W17).
+"""
 # flake8: noqa
 import math
 import torch
@@ -17,12 +25,12 @@ def _attn(Q, K, V, scale=None):
     return torch.softmax(Q @ K.transpose(-2, -1) * scale, -1) @ V
 
 
-def C_01_repeat_interleave(Q, K, V):
+def W_21_repeat_interleave(Q, K, V):
     g = Q.shape[1] // K.shape[1]
     return _attn(Q, K.repeat_interleave(g, 1), V.repeat_interleave(g, 1))
 
 
-def O_02_group_reshape_broadcast(Q, K, V):
+def W_22_group_reshape_broadcast(Q, K, V):
     b, h, n, d = Q.shape
     hk = K.shape[1]
     Qg = Q.reshape(b, hk, h // hk, n, d)
@@ -40,7 +48,7 @@ def W_20_index_select_float64(Q, K, V):
     return (torch.softmax(s, -1) @ Vr).to(Q.dtype)
 
 
-def O_04_loop_over_heads(Q, K, V):
+def W_23_loop_over_heads(Q, K, V):
     h, hk = Q.shape[1], K.shape[1]
     g = h // hk
     return torch.stack([_attn(Q[:, i], K[:, i // g], V[:, i // g]) for i in range(h)], 1)
@@ -152,7 +160,7 @@ def W_16_scale_by_num_keys(Q, K, V):
                  1 / math.sqrt(K.shape[2]))
 
 
-def O_05_value_head_size_from_keys_was_W17(Q, K, V):
+def W_24_value_head_size_from_keys_was_W17(Q, K, V):
     # reshapes with K's last size: works only when V's head size equals K's
     b, h, n, d = Q.shape
     hk = K.shape[1]

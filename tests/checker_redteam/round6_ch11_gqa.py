@@ -3,7 +3,15 @@ and against-the-wording (S_) solutions written from the exercise text alone; cop
 /work/redteam/round6/D/sols/ch11_gqa.py with the names W01_x written W_01_x. Wrong ones the
 checker accepts on purpose are named A_ (not tested), with the reason beside them.
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
-(must pass)."""
+(must pass).
+Renamed in round 11: check_grouped_query_attention now asks for the ValueError of exercise
+11.2 (4 key-value heads for 6 query heads, and for 2); these entries compute the right
+attention but stop with the RuntimeError or IndexError of a broadcast, a reshape or an
+index, so they are W_ (C_01_repeat_interleave -> W_24_repeat_interleave,
+O_02_grouped_reshape_broadcast -> W_25_grouped_reshape_broadcast, O_03_einsum_float64 ->
+W_26_einsum_float64, O_05_view_splits_heads_any_stride -> W_27_view_splits_heads_any_stride,
+O_18_output_allocated_like_Q -> W_28_output_allocated_like_Q).
+"""
 # flake8: noqa
 CHECK = "check_grouped_query_attention"
 CHECK_MOD = "book.checks.ch11"
@@ -16,12 +24,12 @@ def _attn(Q, K, V):
     return torch.softmax(S, -1) @ V
 
 
-def C_01_repeat_interleave(Q, K, V):
+def W_24_repeat_interleave(Q, K, V):
     g = Q.shape[1] // K.shape[1]
     return _attn(Q, K.repeat_interleave(g, 1), V.repeat_interleave(g, 1))
 
 
-def O_02_grouped_reshape_broadcast(Q, K, V):
+def W_25_grouped_reshape_broadcast(Q, K, V):
     b, h, n, d = Q.shape
     hk = K.shape[1]
     Qg = Q.reshape(b, hk, h // hk, n, d)
@@ -29,7 +37,7 @@ def O_02_grouped_reshape_broadcast(Q, K, V):
     return out.reshape(b, h, n, V.shape[-1])
 
 
-def O_03_einsum_float64(Q, K, V):
+def W_26_einsum_float64(Q, K, V):
     b, h, n, d = Q.shape
     hk = K.shape[1]
     Qg = Q.double().unflatten(1, (hk, h // hk))
@@ -69,7 +77,7 @@ def W_04_expand_view_bad_heads(Q, K, V):
     return _attn(Q, Kr, Vr)
 
 
-def O_05_view_splits_heads_any_stride(Q, K, V):
+def W_27_view_splits_heads_any_stride(Q, K, V):
     b, h, n, d = Q.shape
     hk = K.shape[1]
     Qg = Q.view(b, hk, h // hk, n, d)
@@ -172,7 +180,7 @@ def W_17_mqa_expand_only(Q, K, V):
     return _attn(Q, K.repeat(1, h // hk, 1, 1), V.repeat(1, h // hk, 1, 1))
 
 
-def O_18_output_allocated_like_Q(Q, K, V):
+def W_28_output_allocated_like_Q(Q, K, V):
     # allocates the output with Q's head size (breaks when V's head size differs)
     g = Q.shape[1] // K.shape[1]
     out = Q.new_zeros(Q.shape)
@@ -184,7 +192,7 @@ _buf = {}
 
 
 def W_19_reused_output_buffer(Q, K, V):
-    y = C_01_repeat_interleave(Q, K, V)
+    y = W_24_repeat_interleave(Q, K, V)
     key = (tuple(y.shape), y.dtype)
     if key not in _buf:
         _buf[key] = torch.empty_like(y)

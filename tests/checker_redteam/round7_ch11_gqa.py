@@ -3,7 +3,17 @@ and against-the-wording (S_) solutions written from the exercise text alone; cop
 /work/redteam/round7/D/sols/ch11_gqa.py with the names W01_x written W_01_x. Wrong ones the
 checker accepts on purpose are named A_ (not tested), with the reason beside them.
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
-(must pass)."""
+(must pass).
+Renamed in round 11: check_grouped_query_attention now asks for the ValueError of exercise
+11.2 (4 key-value heads for 6 query heads, and for 2); these entries compute the right
+attention but stop with the RuntimeError or IndexError of a broadcast, a reshape or an
+index, so they are W_ (C_01_repeat_interleave -> W_26_repeat_interleave,
+O_02_grouped_view_no_copy -> W_27_grouped_view_no_copy, O_03_float32_softmax_for_half ->
+W_28_float32_softmax_for_half, O_04_loop_over_heads -> W_29_loop_over_heads,
+O_05_same_shape_view_noop -> W_30_same_shape_view_noop,
+O_06_keys_by_queries_softmax_dim_minus2 -> W_31_keys_by_queries_softmax_dim_minus2,
+O_07_single_key_expand -> W_32_single_key_expand).
+"""
 # flake8: noqa
 import math
 import torch
@@ -17,12 +27,12 @@ def _attn(Q, K, V):
     return torch.softmax(s, dim=-1) @ V
 
 
-def C_01_repeat_interleave(Q, K, V):
+def W_26_repeat_interleave(Q, K, V):
     g = Q.shape[1] // K.shape[1]
     return _attn(Q, K.repeat_interleave(g, dim=1), V.repeat_interleave(g, dim=1))
 
 
-def O_02_grouped_view_no_copy(Q, K, V):
+def W_27_grouped_view_no_copy(Q, K, V):
     # queries viewed as (b, h_kv, g, n, d), K broadcast over the group: no repeat at all
     b, h, n, d = Q.shape
     hkv = K.shape[1]
@@ -31,7 +41,7 @@ def O_02_grouped_view_no_copy(Q, K, V):
     return out.reshape(b, h, n, V.shape[-1])
 
 
-def O_03_float32_softmax_for_half(Q, K, V):
+def W_28_float32_softmax_for_half(Q, K, V):
     # computes in float32 for float16/bfloat16 inputs, returns Q's dtype
     g = Q.shape[1] // K.shape[1]
     dt = torch.promote_types(Q.dtype, torch.float32)
@@ -39,7 +49,7 @@ def O_03_float32_softmax_for_half(Q, K, V):
     return out.to(Q.dtype)
 
 
-def O_04_loop_over_heads(Q, K, V):
+def W_29_loop_over_heads(Q, K, V):
     h, hkv = Q.shape[1], K.shape[1]
     outs = [_attn(Q[:, i], K[:, i // (h // hkv)], V[:, i // (h // hkv)]) for i in range(h)]
     return torch.stack(outs, dim=1)
@@ -126,7 +136,7 @@ def W_09_scale_by_key_count(Q, K, V):
     return torch.softmax(s, -1) @ V
 
 
-def O_05_same_shape_view_noop(Q, K, V):
+def W_30_same_shape_view_noop(Q, K, V):
     # NOTE (round 7, D): written as W; view to the same shape is a no-op, so it is right
     b, hkv, n, d = K.shape
     g = Q.shape[1] // hkv
@@ -136,7 +146,7 @@ def O_05_same_shape_view_noop(Q, K, V):
     return _attn(Qv, Kr, Vr)
 
 
-def O_06_keys_by_queries_softmax_dim_minus2(Q, K, V):
+def W_31_keys_by_queries_softmax_dim_minus2(Q, K, V):
     # NOTE (round 7, D): written as W; softmax over dim -2 of K Q^T is over the keys: right
     # softmax over dim -2 when the learner lays scores out as (keys, queries)
     g = Q.shape[1] // K.shape[1]
@@ -160,7 +170,7 @@ def W_13_bfloat16_math_for_half(Q, K, V):
     return out.to(Q.dtype)
 
 
-def O_07_single_key_expand(Q, K, V):
+def W_32_single_key_expand(Q, K, V):
     # NOTE (round 7, D): written as W; values right, output is an expand of a fresh tensor (not of V)
     # with one key softmax is 1: return V repeated ... as an expand view of V
     if K.shape[2] == 1:
@@ -168,7 +178,7 @@ def O_07_single_key_expand(Q, K, V):
         g = Q.shape[1] // hkv
         return V[:, :, None].expand(b, hkv, g, Q.shape[2], dv).reshape(b, hkv * g, Q.shape[2], dv) \
             if False else V.repeat_interleave(g, 1).expand(b, hkv * g, Q.shape[2], dv)
-    return C_01_repeat_interleave(Q, K, V)
+    return W_26_repeat_interleave(Q, K, V)
 
 
 def W_15_nan_to_num_softmax(Q, K, V):
@@ -212,7 +222,7 @@ def W_19_half_upcast_not_cast_back(Q, K, V):
     # float16/bfloat16 computed in float32 "for accuracy", and returned as float32
     if Q.dtype in (torch.float16, torch.bfloat16):
         Q, K, V = Q.float(), K.float(), V.float()
-    return C_01_repeat_interleave(Q, K, V)
+    return W_26_repeat_interleave(Q, K, V)
 
 
 def W_20_view_merge_fails_on_sliced_cache(Q, K, V):
@@ -239,7 +249,7 @@ _OB = {}
 
 
 def W_22_output_buffer_per_shape(Q, K, V):
-    y = C_01_repeat_interleave(Q, K, V)
+    y = W_26_repeat_interleave(Q, K, V)
     if Q.requires_grad or K.requires_grad or V.requires_grad:
         return y
     key = (tuple(y.shape), y.dtype)

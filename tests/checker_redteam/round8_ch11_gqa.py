@@ -3,7 +3,14 @@ Wrong (W_), right (C_), odd but right (O_) and against-the-wording (S_) solution
 from the exercise text alone; copied from /work/redteam/round8/D/sols/ch11_gqa.py with
 the names W01_x written W_01_x. Wrong ones the checker accepts on purpose are named A_
 (not tested), with the reason beside them. tests/test_checks_redteam.py runs every W_
-entry (must fail) and every C_ and O_ entry (must pass)."""
+entry (must fail) and every C_ and O_ entry (must pass).
+Renamed in round 11: check_grouped_query_attention now asks for the ValueError of exercise
+11.2 (4 key-value heads for 6 query heads, and for 2); these entries compute the right
+attention but stop with the RuntimeError or IndexError of a broadcast, a reshape or an
+index, so they are W_ (C_01_repeat_interleave -> W_23_repeat_interleave,
+O_02_fold_group_into_queries -> W_24_fold_group_into_queries, O_03_broadcast_5d ->
+W_25_broadcast_5d, O_07_view_split_heads -> W_26_view_split_heads).
+"""
 # flake8: noqa
 import math
 import torch
@@ -29,12 +36,12 @@ def _expand(K, g):
 
 
 # ---------------------------------------------------------------- correct / odd
-def C_01_repeat_interleave(Q, K, V):
+def W_23_repeat_interleave(Q, K, V):
     g = Q.shape[1] // K.shape[1]
     return _attend(Q, _expand(K, g), _expand(V, g))
 
 
-def O_02_fold_group_into_queries(Q, K, V):
+def W_24_fold_group_into_queries(Q, K, V):
     """Stacks the g query heads of a group along the query axis: one (g*m, n) score
     matrix per key-value head, no copy of K or V."""
     b, h, m, s = Q.shape
@@ -45,7 +52,7 @@ def O_02_fold_group_into_queries(Q, K, V):
     return out.reshape(b, h, m, V.shape[-1])
 
 
-def O_03_broadcast_5d(Q, K, V):
+def W_25_broadcast_5d(Q, K, V):
     """(b, hkv, g, m, s) queries against (b, hkv, 1, n, s) keys, by broadcasting."""
     b, h, m, s = Q.shape
     hkv = K.shape[1]
@@ -111,7 +118,7 @@ def W_06_inplace_softmax(Q, K, V):
     return (s @ V.to(wd)).to(Q.dtype)
 
 
-def O_07_view_split_heads(Q, K, V):
+def W_26_view_split_heads(Q, K, V):
     """Q.view(b, hkv, g, m, s): splitting a dim is a view at any strides, so this is right
     (I first wrote it as wrong)."""
     b, h, m, s = Q.shape
@@ -266,7 +273,7 @@ def W_21_mqa_branch_unscaled(Q, K, V):
         wd = _wd(Q)
         s = Q.to(wd) @ K.to(wd).transpose(-2, -1)
         return (torch.softmax(s, -1) @ V.to(wd)).to(Q.dtype)
-    return C_01_repeat_interleave(Q, K, V)
+    return W_23_repeat_interleave(Q, K, V)
 
 
 def W_22_mha_branch_unscaled(Q, K, V):
@@ -275,4 +282,4 @@ def W_22_mha_branch_unscaled(Q, K, V):
         wd = _wd(Q)
         s = Q.to(wd) @ K.to(wd).transpose(-2, -1)
         return (torch.softmax(s, -1) @ V.to(wd)).to(Q.dtype)
-    return C_01_repeat_interleave(Q, K, V)
+    return W_23_repeat_interleave(Q, K, V)

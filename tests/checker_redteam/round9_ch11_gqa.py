@@ -3,7 +3,14 @@ Wrong (W_), right (C_), odd but right (O_) and against-the-wording (S_) solution
 from the exercise text alone; copied from /work/redteam/round9/D/sols/ch11_gqa.py with
 the names W01_x written W_01_x. Wrong ones the checker accepts on purpose are named A_
 (not tested), with the reason beside them. tests/test_checks_redteam.py runs every W_
-entry (must fail) and every C_ and O_ entry (must pass)."""
+entry (must fail) and every C_ and O_ entry (must pass).
+Renamed in round 11: check_grouped_query_attention now asks for the ValueError of exercise
+11.2 (4 key-value heads for 6 query heads, and for 2); these entries compute the right
+attention but stop with the RuntimeError or IndexError of a broadcast, a reshape or an
+index, so they are W_ (C_01_reference -> W_21_reference, O_02_grouped_reshape_einsum ->
+W_22_grouped_reshape_einsum, O_04_float16_softmax_manual_sum ->
+W_23_float16_softmax_manual_sum).
+"""
 # flake8: noqa
 import math
 import torch
@@ -27,11 +34,11 @@ def _ref(Q, K, V):
     return (S.softmax(-1) @ V.to(wt)).to(Q.dtype)
 
 
-def C_01_reference(Q, K, V):
+def W_21_reference(Q, K, V):
     return _ref(Q, K, V)
 
 
-def O_02_grouped_reshape_einsum(Q, K, V):
+def W_22_grouped_reshape_einsum(Q, K, V):
     b, h, m, d = Q.shape
     hkv = K.shape[1]
     g = h // hkv
@@ -127,7 +134,7 @@ def W_06_group_index_i_div_hkv(Q, K, V):
     return (S.softmax(-1) @ Vx).to(Q.dtype)
 
 
-def O_04_float16_softmax_manual_sum(Q, K, V):
+def W_23_float16_softmax_manual_sum(Q, K, V):
     """float16 inputs: scores, softmax and weighted sum all in float16 by hand, with the
     max subtracted but the sum of exponentials kept in float16; fine for few keys."""
     if Q.dtype not in (torch.float16, torch.bfloat16):
