@@ -624,3 +624,57 @@ def test_check_pre_norm_block_round10_none_replaced_by_lengths():
             Y = X + self.addnorm1.dropout(self.attention(Z, Z, Z, valid_lens))
             return Y + self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
     rejects(block, NoneToOnes, "valid_lens=None", "as if valid_lens were [1, 1]")
+
+
+# -- Round 11 red team (tests/checker_redteam/round11_ch07_prenorm.py, writer C) -----------
+
+
+def _eps_block(eps):
+    """The pre-LN block with F.layer_norm given another eps (the module's weight and bias)."""
+    import torch.nn.functional as F
+
+    class OtherEps(TransformerEncoderBlock):
+        def forward(self, X, valid_lens):
+            l1, l2 = self.addnorm1.ln, self.addnorm2.ln
+            Z = F.layer_norm(X, X.shape[-1:], l1.weight, l1.bias, eps)
+            Y = X + self.addnorm1.dropout(self.attention(Z, Z, Z, valid_lens))
+            H = F.layer_norm(Y, Y.shape[-1:], l2.weight, l2.bias, eps)
+            return Y + self.addnorm2.dropout(self.ffn(H))
+    return OtherEps
+
+
+def test_check_pre_norm_block_round11_names_another_eps():
+    """W_19 (eps 1e-3) was told the formula with 'expected -1.591, got -1.591'; an eps the
+    float32 cases see (1e-2, 1e-3) is named there, one they cannot (1e-6, 1e-12: within
+    rounding) on the float64 block, with digits that differ."""
+    block = checks.check_pre_norm_block
+    text = rejects(block, redteam_entry("round11_ch07_prenorm", "W_19_ln_eps_default"),
+                   "off by a little", "expected -1.5914, got -1.5912",
+                   "LayerNorms whose eps is 0.001", "eps = 1e-05 (self.addnorm1.ln.eps",
+                   "pass their eps on")
+    assert "Each residual adds" not in text
+    rejects(block, _eps_block(1e-2), "LayerNorms whose eps is 0.01")
+    rejects(block, redteam_entry("round10_ch07_prenorm", "W_01_ln_eps_1e6"), "float64",
+            "LayerNorms whose eps is 1e-06", "expected 2.561632, got 2.561631")
+    rejects(block, _eps_block(1e-8), "float64", "LayerNorms whose eps is 1e-08")
+
+
+def test_check_pre_norm_block_round11_prints_digits_that_differ():
+    """A small difference that is not another eps: the generic message prints the two
+    values with digits that tell them apart, and says the difference is small."""
+    from book.checks import ch07
+
+    assert ch07._digits(-1.59137, -1.59118) == ("-1.5914", "-1.5912")
+    assert ch07._digits(2.5, 3.25) == ("2.5", "3.25")
+
+    class Nudged(TransformerEncoderBlock):
+        def forward(self, X, valid_lens):
+            Z = self.addnorm1.ln(X)
+            Y = X + self.addnorm1.dropout(self.attention(Z, Z, Z, valid_lens))
+            out = Y + self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
+            return out + 6e-4 * ((out > 2) & (out < 4)).to(out.dtype)
+    text = rejects(checks.check_pre_norm_block, Nudged, "largest difference 0.0006",
+                   "small against outputs up to", "a constant differs")
+    got = text.split("expected ")[1].split(" (largest")[0]
+    want, seen = got.split(", got ")
+    assert want != seen, text

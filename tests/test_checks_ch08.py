@@ -784,3 +784,102 @@ def test_check_bert_param_count_round10_messages():
     rejects(count, entry("W_19_mlm_hidden_no_bias"), "the bias of the MLM head's hidden "
             "layer", "the bias of the pooler")
     assert ch08._reference_param_count(100, 16, 40, 0, 20) == 4294
+
+
+# -- Round 11 red team (tests/checker_redteam/round11_ch08_*.py, writer C) ------------------
+
+
+def _from_a_neighbour(decision=None, token=None):
+    """The reference with the 80/10/10 decision, or the random token, made from a
+    neighbour's choosing uniform: `decision` / `token` map u to the uniform used."""
+    def fn(tokens, vocab):
+        u = torch.rand(tokens.shape)
+        chosen = (tokens >= vocab.num_specials) & (u < 0.15)
+        action = torch.rand(tokens.shape) if decision is None else decision(u)
+        k = len(vocab) - vocab.num_specials
+        rnd = torch.randint(vocab.num_specials, len(vocab), tokens.shape) if token is None \
+            else vocab.num_specials + (token(u) * k).long().clamp(0, k - 1)
+        inputs = torch.where(chosen & (action < 0.8), vocab.mask, tokens)
+        inputs = torch.where(chosen & (action >= 0.8) & (action < 0.9), rnd, inputs)
+        return inputs, torch.where(chosen, tokens, IGNORE)
+    return fn
+
+
+def test_check_mlm_masking_round11_decision_from_the_row_above_or_below():
+    """W_27: the decision taken from the choosing uniform of the row above (u.roll(1, 0));
+    the same from the row below. The [MASK] share is exactly 80% overall and 100% where
+    that neighbour is chosen."""
+    entry = functools.partial(redteam_entry, "round11_ch08_mlm")
+    rejects(checks.check_mlm_masking, entry("W_27_choice_uniform_reused_next_row"),
+            "whose neighbour in the row above (the same column) is chosen too",
+            "100.0% became [MASK]", "never a neighbour's")
+    rejects(checks.check_mlm_masking, _from_a_neighbour(decision=lambda u: u.roll(-1, 0)),
+            "whose neighbour in the row below (the same column) is chosen too",
+            "100.0% became [MASK]")
+
+
+def test_check_mlm_masking_round11_random_token_from_a_neighbour():
+    """W_28: the random token made from the left neighbour's choosing uniform (the first 9
+    of the 60 ids whenever that neighbour is chosen); the same from the row above's 1 - u
+    (the last 9)."""
+    entry = functools.partial(redteam_entry, "round11_ch08_mlm")
+    rejects(checks.check_mlm_masking, entry("W_28_random_from_neighbour_uniform"),
+            "120,000 BERT inputs", "random replacements whose left neighbour is chosen too",
+            "are among the first 9 of the 60 ordinary ids", "never from a neighbour's")
+    rejects(checks.check_mlm_masking,
+            _from_a_neighbour(token=lambda u: 1 - u.roll(1, 0)),
+            "whose neighbour in the row above (the same column) is chosen too",
+            "among the last 9 of the 60")
+
+
+def test_check_mlm_masking_round11_returns_new_tensors_when_nothing_is_chosen():
+    """W_26 returned tokens itself when nothing was chosen: a batch of special tokens only
+    now shows it; a view of tokens is refused too."""
+    def view_when_none(tokens, vocab):
+        inputs, labels = mask_tokens(tokens, vocab)
+        return (tokens.view(tokens.shape) if (labels == IGNORE).all() else inputs), labels
+
+    rejects(checks.check_mlm_masking,
+            redteam_entry("round11_ch08_mlm", "W_26_return_tokens_when_none"),
+            "special tokens only", "where nothing can be chosen",
+            "inputs is the `tokens` tensor itself, not a new tensor",
+            "also when nothing is chosen")
+    rejects(checks.check_mlm_masking, view_when_none, "inputs is a view of `tokens`")
+
+
+def test_the_round11_tests_cost_little_of_the_budget():
+    """The [MASK] share among chosen positions whose neighbour in the row above (below) is
+    chosen (exact binomial at 6 SE on the expected number of chosen vertical pairs, 3
+    calls), and the first-9 / last-9 shares among the replacements of the 120,000-row call
+    whose left, right, upper or lower neighbour is chosen (cut-offs at 1e-9 each, checked
+    at p = 9/59 for the expected counts and a range around them): below 1.5e-8 together,
+    so the module's total stays below 7.9e-7 (7.7e-7 before round 11), under one in a
+    million."""
+    vocab = ch08._masking_vocab()
+    tokens = ch08._masking_batch(vocab)
+    ordinary = tokens >= vocab.num_specials
+    pairs = round(ch08.CALLS * int((ordinary[:-1] & ordinary[1:]).sum()) * ch08.P_CHOOSE ** 2)
+    assert 4_800 < pairs < 5_400
+
+    def tail(n, p, k):
+        se = math.sqrt(n * p * (1 - p))
+        return _binomial_tails(n, p, math.floor(n * p - k * se), math.ceil(n * p + k * se))
+    rates = {side: tail(pairs, ch08.P_MASK, ch08.COLUMN_TOLERANCE)
+             for side in ("row above", "row below")}
+    big = ch08._masking_batch(vocab, num_rows=ch08.SPLIT_ROWS, seed=9)
+    o = big >= vocab.num_specials
+    share = ch08.P_CHOOSE * ch08.P_KEEP * 59 / 60 * ch08.P_CHOOSE   # replaced, neighbour chosen
+    expected = {"in a row": int((o[:, :-1] & o[:, 1:]).sum()) * share,
+                "in a column": int((o[:-1] & o[1:]).sum()) * share}
+    assert all(4_800 < m < 5_500 for m in expected.values()), expected
+    for where, m in expected.items():
+        worst = 0.0
+        for n in range(round(m) - 400, round(m) + 401, 50):
+            high = ch08._binomial_cutoffs(n, 8 / 59, 9 / 59)[1]
+            worst = max(worst, _binomial_tails(n, 9 / 59, -1, high))
+        assert worst <= ch08.PAIR_TAIL, (where, worst)
+        for side in ("first", "second"):
+            for end in ("first 9", "last 9"):
+                rates[f"{where}, {side} side, {end}"] = ch08.PAIR_TAIL
+    assert sum(rates.values()) < 1.5e-8, rates
+    assert 7.7e-7 + sum(rates.values()) < 7.9e-7

@@ -483,9 +483,9 @@ def _expect_eval_output(block, ref, X, valid_lens, case, renew, diagnose=True):
                  "global).")
         if valid_lens is None:
             _diagnose_none(ref, X, out, case)
+        _diagnose_eps(ref, X, valid_lens, out, expected, case, tol=1e-5)
         if not diagnose:
-            expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
-                         hint=_FORMULA)
+            _expect_output(out, expected, case, 1e-4, _FORMULA)
         if valid_lens is not None and valid_lens.dim() == 2:
             _diagnose_per_query(ref, X, valid_lens, out, expected, case)
         given = valid_lens.tolist() if valid_lens is not None else None
@@ -510,9 +510,9 @@ def _expect_eval_output(block, ref, X, valid_lens, case, renew, diagnose=True):
             if is_close(out, mistake(X, valid_lens), atol=1e-4, rtol=1e-4):
                 fail(f"on {case}, {what}", hint)
         _diagnose_padded_only(X, valid_lens, out, expected, case)
-        expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
-                     hint=_FORMULA + " Each residual adds its sublayer's un-normalised "
-                     "input: X around the attention, Y around the FFN.")
+        _expect_output(out, expected, case, 1e-4, _FORMULA + " Each residual adds its "
+                       "sublayer's un-normalised input: X around the attention, Y around "
+                       "the FFN.")
 
 
 def _diagnose_none(ref, X, out, case):
@@ -537,8 +537,7 @@ def _diagnose_per_query(ref, X, valid_lens, out, expected, case):
         if is_close(out, ref(X, lens), atol=1e-4, rtol=1e-4):
             fail(f"on {case}, your block masks the keys with one length per example, "
                  f"{which} ({lens.tolist()}), not one per query.", _PER_QUERY_HINT)
-    expect_close(out, expected, what="the block's output", case=case, atol=1e-4,
-                 hint=_PER_QUERY_HINT + " " + _FORMULA)
+    _expect_output(out, expected, case, 1e-4, _PER_QUERY_HINT + " " + _FORMULA)
 
 
 def _diagnose_padded_only(X, valid_lens, out, expected, case):
@@ -559,6 +558,74 @@ def _diagnose_padded_only(X, valid_lens, out, expected, case):
          "that); the block computes every position alike, padded ones included, and later "
          "steps (the loss, the pooling) ignore the padded outputs.")
 
+
+
+# eps values a hand-written LayerNorm may carry instead of the module's (1e-5 by default):
+# TensorFlow's 1e-3, BERT's 1e-12, 1e-6 and others; 0 (no eps) has its own message.
+_OTHER_EPS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-12)
+
+
+def _with_eps(ref, X, valid_lens, eps):
+    """The reference block with both LayerNorms given another eps (weight and bias kept)."""
+    ln1, ln2 = ref.addnorm1.ln, ref.addnorm2.ln
+    Z = F.layer_norm(X, ln1.normalized_shape, ln1.weight, ln1.bias, eps)
+    Y = X + ref.addnorm1.dropout(ref.attention(Z, Z, Z, valid_lens))
+    H = F.layer_norm(Y, ln2.normalized_shape, ln2.weight, ln2.bias, eps)
+    return Y + ref.addnorm2.dropout(ref.ffn(H))
+
+
+def _diagnose_eps(ref, X, valid_lens, out, expected, case, tol):
+    """An output that is the reference's with LayerNorms of another eps (1e-3, 1e-6,
+    1e-12, ...): name that eps. `tol` is the closeness asked of the match (1e-5 on float32,
+    where an eps within a factor of 10 of the module's hides in rounding; 1e-10 on
+    float64, where every one shows)."""
+    ln1 = ref.addnorm1.ln
+    for eps in _OTHER_EPS:
+        if eps == ln1.eps:
+            continue
+        with torch.no_grad():
+            other = _with_eps(ref, X, valid_lens, eps)
+        if is_close(out, other, atol=tol, rtol=tol) and \
+                not is_close(other, expected, atol=tol, rtol=tol):
+            where, want, got, diff = worst(out, expected)
+            shown_want, shown_got = _digits(want, got)
+            fail(f"on {case}, your block's output is off by a little: at index {where} "
+                 f"expected {shown_want}, got {shown_got} (largest difference {diff:.3g}). "
+                 "It is what the right formula gives with LayerNorms whose eps is "
+                 f"{eps:g}; "
+                 f"the block's LayerNorms have eps = {ln1.eps:g} (self.addnorm1.ln.eps, "
+                 "self.addnorm2.ln.eps).",
+                 "use the block's modules, self.addnorm1.ln and self.addnorm2.ln, or pass "
+                 "their eps on: F.layer_norm(X, ln.normalized_shape, ln.weight, ln.bias, "
+                 "ln.eps); do not write a constant of your own.")
+
+
+def _digits(want, got):
+    """The two numbers printed with the fewest significant digits (4 to 12) that tell them
+    apart: 'expected -1.591, got -1.591' says nothing."""
+    for digits in range(4, 13):
+        a, b = f"{want:.{digits}g}", f"{got:.{digits}g}"
+        if a != b:
+            return a, b
+    return f"{want:.12g}", f"{got:.12g}"
+
+
+def _expect_output(out, expected, case, atol, hint):
+    """expect_close on the block's output, printing as many digits as tell the expected and
+    the seen value apart, and saying so when the difference is small against the output."""
+    if not is_close(out, expected, atol=atol, rtol=1e-4):
+        where, want, got, diff = worst(out, expected)
+        shown_want, shown_got = _digits(want, got)
+        scale = expected.detach().abs().max().item()
+        small = diff < 1e-3 * max(scale, 1.0)
+        fail(f"the block's output is wrong on {case}: at index {where} expected "
+             f"{shown_want}, got {shown_got} (largest difference {diff:.3g}"
+             + (f", small against outputs up to {scale:.3g}" if small else "") + ").",
+             hint + (" A difference this small often means the formula is right and a "
+                     "constant differs: a LayerNorm of your own with another eps (use "
+                     "self.addnorm1.ln and self.addnorm2.ln, or their eps), or a step "
+                     "computed in another precision." if small else ""))
+    expect_close(out, expected, what="the block's output", case=case, atol=atol, hint=hint)
 
 @checker("PreNormEncoderBlock")
 def check_pre_norm_block(cls):
@@ -853,6 +920,7 @@ def _diagnose_float64(ref, X, valid_lens, out, expected, case, hint):
                  "float64 it shows.",
                  "use the block's modules, self.addnorm1.ln and self.addnorm2.ln, which add "
                  "their eps to the variance under the square root.")
+    _diagnose_eps(ref, X, valid_lens, out, expected, case, tol=1e-10)
     if not is_close(out, expected, atol=1e-4, rtol=1e-4):
         return  # a real difference: the formula's message
     where, want, got, diff = worst(out, expected)

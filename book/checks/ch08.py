@@ -63,7 +63,12 @@ are seeded first, so the verdict is the same on every run) and tests, on the poo
                                                                3 / sqrt(2 pi n 0.16))
   [MASK] share among the chosen positions
     whose left (right) neighbour is chosen too
-    (about 5,300 each) = 0.8                    6 SE           2 x 2.3e-9 (exact binomial)
+    (about 5,300 each), and whose neighbour in
+    the same column of the row above (below)
+    is (about 5,100 each) = 0.8                 6 SE           4 x 2.3e-9 (exact binomial)
+  a batch of special tokens only (nothing to
+    choose): inputs = tokens, labels -100, and
+    neither is tokens itself or a view of it   exact          0
   one more call on 120,000 rows (2,676,994
     ordinary positions, about 401,500 chosen):
     chosen share 0.15; [MASK] share 0.8;
@@ -74,7 +79,14 @@ are seeded first, so the verdict is the same on every run) and tests, on the poo
     in one row (1st and 2nd, 3rd and 4th, ...;
     about 5,100), agreeing (1/60)               cut-offs at    4 x 1e-9 (exact binomial,
                                                 1e-9           at 58/59^2 and 1/59)
-  total                                                        < 7.7e-7, below one in a
+  the random replacements of that call whose
+    left (right) neighbour, or whose neighbour
+    in the same column of the row above
+    (below), is chosen (about 5,200 and 5,000
+    each): share among the first 9 of the 60
+    ordinary ids, and among the last 9 (9/60)   cut-off at     8 x 1e-9 (exact binomial,
+                                                1e-9           upper tail at 9/59)
+  total                                                        < 7.9e-7, below one in a
                                                                million
 
 Seeding inside the function (torch.manual_seed, a torch.Generator's manual_seed, numpy's
@@ -197,11 +209,25 @@ def _one_call(fn, tokens, vocab, case, hint=None, given=None, log=None):
         fail("mask_tokens changed the `tokens` tensor it was given.",
              "build new tensors (torch.where, or tokens.clone() first): the caller may "
              "need the original tokens, and they are the labels.")
+    for name, value in (("inputs", inputs), ("labels", labels)):
+        if _shares_memory(value, given):
+            what = "the `tokens` tensor itself" if value is given else "a view of `tokens`"
+            fail(f"on {case}, {name} is {what}, not a new tensor: a caller that writes "
+                 f"into {name} (say, to mask one more position) changes its own tokens, "
+                 "which the exercise says not to change.",
+                 "return new tensors, also when nothing is chosen: torch.where(...) always "
+                 "makes one, or tokens.clone(); never tokens itself, tokens.view(...) or "
+                 "tokens[...] slices.")
     inputs, labels = inputs.cpu(), labels.cpu()
     if log is not None:
         chosen = labels != IGNORE
         log.append((int(chosen.sum()), int((chosen & (inputs == vocab.mask)).sum())))
     return inputs, labels
+
+
+def _shares_memory(a, b):
+    return (a.numel() > 0 and b.numel() > 0
+            and a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr())
 
 
 def _check_labels(inputs, labels, tokens, vocab, previous=None):
@@ -368,7 +394,7 @@ def check_mlm_masking(fn):
         fail(f"of the chosen positions, expected 80% [MASK], 10% a random token, 10% "
              f"unchanged; got {seen} ({abs(_z(to_mask.sum().item(), n_chosen, P_MASK)):.1f} "
              f"standard errors off for [MASK], tolerance {SE_TOLERANCE}).", split_hint)
-    _check_decisions_apart_from_neighbours(labelled, to_mask)
+    _check_decisions_apart_from_neighbours(labelled, to_mask, tokens.shape[0])
 
     replacements = inputs[to_random]
     counts = torch.bincount(replacements - vocab.num_specials,
@@ -416,6 +442,8 @@ def check_mlm_masking(fn):
     _check_tiny_vocabulary(fn, log)
     _check_three_ids(fn, log)
     _check_split_not_exact(log)
+    # Last, so that the random draws of the calls above stay as they were before round 11.
+    _check_nothing_to_choose(fn, vocab)
 
 
 def _check_rate_same_in_every_row(rows_c, rows_m, pooled, D):
@@ -615,6 +643,22 @@ def _check_awkward_batches(fn, vocab, log):
     _check_short_rows(short, vocab)
 
 
+def _check_nothing_to_choose(fn, vocab):
+    """A batch without any ordinary token (special tokens only: nothing can be chosen):
+    inputs equal to tokens, labels all -100, and both new tensors (_one_call refuses tokens
+    itself or a view of it, which a shortcut for "nothing chosen" may return)."""
+    c, s, p, m, u = vocab.cls, vocab.sep, vocab.pad, vocab.mask, vocab.unk
+    tokens = torch.tensor([[c, s, p, p, p, p], [c, m, s, p, p, p], [c, u, s, m, s, p]])
+    case = ("a batch of 3 rows holding special tokens only ([CLS] [SEP] [PAD] ..., [CLS] "
+            "[MASK] [SEP] [PAD] ..., [CLS] [UNK] [SEP] [MASK] [SEP] [PAD]), where nothing "
+            "can be chosen")
+    inputs, labels = _one_call(
+        fn, tokens, vocab, case,
+        hint="a batch may hold no ordinary token at all; then nothing is chosen: inputs "
+             "equal to tokens (a new tensor) and labels all -100.")
+    _check_labels(inputs, labels, tokens, vocab)
+
+
 def _check_short_rows(calls, vocab):
     """Rows with one or two ordinary tokens (480 rows, 720 positions per call, two calls):
     each position is chosen with probability 0.15 there too. Forcing a choice into a row
@@ -689,31 +733,50 @@ def _check_neighbours_independent(labelled, ordinary):
              "choose each position on its own, whatever its neighbours got.")
 
 
-def _check_decisions_apart_from_neighbours(labelled, to_mask):
+def _neighbour_pairs(chosen, rows_per_call):
+    """For each of four neighbours (left and right in the row; the same column of the row
+    above and below, within one call: `chosen` stacks the calls' rows): its name, the
+    positions where it and its neighbour are both chosen, and a function that picks from a
+    tensor shaped like `chosen` the entries those positions stand for (the position
+    itself, not its neighbour), aligned with them."""
+    calls = chosen.shape[0] // rows_per_call
+
+    def by_call(t):
+        return t.view(calls, rows_per_call, t.shape[1])
+    in_row = chosen[:, :-1] & chosen[:, 1:]
+    in_column = by_call(chosen)[:, :-1] & by_call(chosen)[:, 1:]
+    return [("left neighbour", in_row, lambda t: t[:, 1:]),
+            ("right neighbour", in_row, lambda t: t[:, :-1]),
+            ("neighbour in the row above (the same column)", in_column,
+             lambda t: by_call(t)[:, 1:]),
+            ("neighbour in the row below (the same column)", in_column,
+             lambda t: by_call(t)[:, :-1])]
+
+
+def _check_decisions_apart_from_neighbours(labelled, to_mask, rows_per_call):
     """The 80/10/10 decision of a position is its own: among the chosen positions whose
     left neighbour is chosen too, 80% are [MASK], and as many among those whose right
-    neighbour is. Given which positions are chosen, a right solution's decisions are
-    independent draws, so each count is exactly Binomial(n, 0.8) (about 5,300 pairs of
-    chosen neighbours on the 3 calls: one standard error is 0.55 points). A decision read
-    off the left neighbour's choosing uniform (u.roll(1)), or off the next position's
-    (overlapping slices of one draw, r[:-1] and r[1:]), makes one of the two shares 100%
-    (about 40 standard errors). Failing needs 6 standard errors: exact binomial tails
-    2 x 2.3e-9."""
-    both = labelled[:, :-1] & labelled[:, 1:]
-    n = int(both.sum())
-    if n < 500:
-        return
-    for side, other, masked in (("left", "right", to_mask[:, 1:]),
-                                ("right", "left", to_mask[:, :-1])):
-        count = int((masked & both).sum())
+    neighbour is, or whose neighbour in the same column of the row above (below) is.
+    Given which positions are chosen, a right solution's decisions are independent draws,
+    so each count is exactly Binomial(n, 0.8) (about 5,300 pairs of chosen neighbours in a
+    row and 5,100 in a column on the 3 calls: one standard error is 0.55 points). A
+    decision read off the left neighbour's choosing uniform (u.roll(1)), off the next
+    position's (overlapping slices of one draw, r[:-1] and r[1:]), or off the row above's
+    (u.roll(1, 0)) makes one of the shares 100% (about 40 standard errors). Failing needs
+    6 standard errors: exact binomial tails 4 x 2.3e-9."""
+    for side, both, at in _neighbour_pairs(labelled, rows_per_call):
+        n = int(both.sum())
+        if n < 500:
+            continue
+        count = int((at(to_mask) & both).sum())
         z = _z(count, n, P_MASK)
         if abs(z) > COLUMN_TOLERANCE:
             overall = to_mask.sum().item() / max(int(labelled.sum()), 1)
-            fail(f"of the {n:,} chosen positions whose {side} neighbour is chosen too, "
+            fail(f"of the {n:,} chosen positions whose {side} is chosen too, "
                  f"{count / n:.1%} became [MASK] ({abs(z):.1f} standard errors from 80%, "
                  f"tolerance {COLUMN_TOLERANCE}), while {overall:.1%} of all chosen "
-                 "positions did: the 80/10/10 decision of a position depends on its "
-                 f"{side} neighbour's draws (its choosing uniform reused as the "
+                 "positions did: the 80/10/10 decision of a position depends on that "
+                 "neighbour's draws (its choosing uniform reused as the "
                  "decision, by a roll or by overlapping slices of one draw).",
                  "draw the decision of each position from its own numbers: a second "
                  "uniform per position, action = torch.rand(tokens.shape), or the "
@@ -796,8 +859,9 @@ def _check_split_precisely(fn, vocab):
                  "otherwise unchanged (if you reuse the choosing uniform, u / 0.15 is "
                  "uniform on [0, 1): rescale it by 0.15 exactly); draw float32 uniforms "
                  "(the default), not bfloat16 or float16 ones.")
-    _check_replacement_pairs(inputs, labelled & (inputs != tokens) & (inputs != vocab.mask),
-                             vocab, case)
+    to_random = labelled & (inputs != tokens) & (inputs != vocab.mask)
+    _check_replacement_pairs(inputs, to_random, vocab, case)
+    _check_replacements_apart_from_neighbours(inputs, labelled, to_random, vocab, case)
 
 
 def _check_replacement_pairs(inputs, to_random, vocab, case):
@@ -845,6 +909,46 @@ def _check_replacement_pairs(inputs, to_random, vocab, case):
                 "each position on its own." if same < low else
                 "your replacements in one row are tied together."), hint)
 
+
+
+WINDOW = 9  # the first (last) 9 of the 60 ordinary ids: 15% of them, as a choosing u < 0.15
+
+
+def _check_replacements_apart_from_neighbours(inputs, labelled, to_random, vocab, case):
+    """The random token of a position is its own draw, whatever its neighbours' choices:
+    of the random replacements whose left (right) neighbour, or whose neighbour in the same
+    column of the row above (below), is chosen (about 5,200 each in the row and 5,000 each
+    in the column on the 120,000-row call), a share 9/60 falls among the first 9 ordinary
+    ids, and as many among the last 9. For a right solution each replacement lands there
+    with probability 9/60, or between 8/59 and 9/59 if it avoids the original token,
+    independently of the others; a token made from
+    a chosen neighbour's choosing uniform (u < 0.15, so u * 60 < 9) lands among the first
+    9 every time (1 - u among the last 9). Failing needs a count at or beyond the exact
+    binomial cut-off at PAIR_TAIL = 1e-9 (at p = 9/59): 4 neighbours x 2 ends x 1e-9."""
+    k = len(vocab) - vocab.num_specials
+    if k < 4 * WINDOW:
+        return
+    index = inputs - vocab.num_specials                   # 0 .. k - 1 where replaced
+    for side, both, at in _neighbour_pairs(labelled, inputs.shape[0]):
+        here = at(to_random) & both
+        m = int(here.sum())
+        if m < 500:
+            continue
+        high = _binomial_cutoffs(m, (WINDOW - 1) / (k - 1), WINDOW / (k - 1))[1]
+        ids = at(index)[here]
+        for end, inside in (("first", ids < WINDOW), ("last", ids >= k - WINDOW)):
+            count = int(inside.sum())
+            if count >= high:
+                fail(f"on {case}, of the {m:,} random replacements whose {side} is "
+                     f"chosen too, {count:,} ({count / m:.0%}) are among the {end} "
+                     f"{WINDOW} of the {k} ordinary ids; drawn on their own, "
+                     f"{WINDOW / k:.0%} would be (at most {high - 1:,} here): the random "
+                     "token of a position depends on that neighbour's draws (its choosing "
+                     "uniform, below 0.15 since it was chosen, turned into a token).",
+                     "draw the random tokens on their own: torch.randint("
+                     "vocab.num_specials, len(vocab), tokens.shape), or from the "
+                     "position's own uniform, never from a neighbour's (no u.roll(...), no "
+                     "overlapping slices of one draw).")
 
 def _check_split_not_exact(log):
     """The 80/10/10 decision is drawn for each chosen position on its own, so the [MASK]

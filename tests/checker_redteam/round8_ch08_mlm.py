@@ -1,7 +1,10 @@
 """Round 8 red team (writer C, issue 12), ch08_mlm: wrong (W_), right (C_), odd but
 right (O_) and against-the-wording (S_) solutions written from the exercise text alone;
 copied from /work/redteam/round8/C/sols/ch08_mlm.py with the names W01_x written W_01_x.
-No wrong one is accepted on purpose (no A_); there are no S_ entries.
+No wrong one is accepted on purpose (no A_); there are no S_ entries. Round 11 renamed
+O_06 (inputs returned as tokens itself when nothing changes) to
+W_06_returns_tokens_when_unchanged: inputs must be a new tensor also when nothing is
+chosen (round 11's W_26 is the same shortcut).
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry (must
 pass)."""
 # flake8: noqa
@@ -269,9 +272,12 @@ def W_21_neighbour_block(tokens, vocab):
     return _core(tokens, vocab, chosen, action, rnd)
 
 
-def O_06_returns_tokens_when_unchanged(tokens, vocab):
+def W_06_returns_tokens_when_unchanged(tokens, vocab):
     """Returns tokens itself as inputs when nothing changes in the batch (aliasing): fine, but
-    labels reuse the same storage as inputs for the ignore rows? -> labels = inputs view."""
+    labels reuse the same storage as inputs for the ignore rows? -> labels = inputs view.
+    Written O_06 in round 8; W_ since round 11 (issue 12): a caller that writes into inputs
+    changes its own tokens (round 11's W_26 is the same shortcut), and the checker now gives
+    a batch where nothing can be chosen and refuses inputs that are tokens itself."""
     inputs, labels = C_01_reference(tokens, vocab)
     if bool((inputs == tokens).all()):
         return tokens, labels
