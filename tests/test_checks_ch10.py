@@ -669,3 +669,118 @@ def test_apply_rope_round10_a_wrong_base_is_named():
     # bfloat16 angles: the bfloat16 rounding is named.
     rejects(checks.check_apply_rope, r10.W_14_theta_float16_angle_for_bf16,
             "bfloat16 keeps 8 significant bits")
+
+
+# -- Round 11 red team (tests/checker_redteam/round11_ch10_*.py) ---------------------------
+
+def decode_step_detached_after_start(x, positions):  # no_grad for n = 1 past position 0
+    if positions.numel() == 1 and int(positions[0]) > 0:
+        with torch.no_grad():
+            return rope(x, positions)
+    return rope(x, positions)
+
+
+def decode_step_detached_when_half(x, positions):  # .detach() for a half-precision n = 1
+    if positions.numel() == 1 and x.dtype in (torch.float16, torch.bfloat16):
+        return rope(x.detach(), positions)
+    return rope(x, positions)
+
+
+def decode_step_float16_clamped(x, positions):  # n = 1 positions clamped to 65504
+    if positions.numel() == 1 and x.dtype == torch.float16:
+        return rope(x, positions.clamp(max=65504))
+    return rope(x, positions)
+
+
+def decode_step_bfloat16_angles(x, positions):  # n = 1 angles in bfloat16
+    if positions.numel() == 1 and x.dtype == torch.bfloat16:
+        return rope(x, positions, angle_dtype=torch.bfloat16)
+    return rope(x, positions)
+
+
+_same_memory_cache = {}
+
+
+def cache_on_data_ptr_late(x, positions):
+    """cos and sin cached by (data_ptr, _version, n, d), only from position 900 on: only the
+    decoding loop that places each step's positions in the previous step's memory meets it
+    (every other case computes afresh), so the verdict does not depend on the allocator."""
+    if int(positions[0]) < 900:
+        return rope(x, positions)
+    key = (positions.data_ptr(), positions._version, len(positions), x.shape[-1])
+    if key not in _same_memory_cache:
+        _same_memory_cache[key] = positions.clone()
+    return rope(x, _same_memory_cache[key])
+
+
+def test_apply_rope_round11_one_vector_and_all_zero_positions_need_gradients():
+    from checker_redteam import round11_ch10_rope as r11
+    rejects(checks.check_apply_rope, r11.W_01_zero_positions_detached_copy,
+            "no gradient can flow back", "x of shape (2, 4, 6) at positions [0, 0, 0, 0] "
+            "(every angle 0: the output equals x, but gradients must still flow)")
+    rejects(checks.check_apply_rope, r11.W_16_single_vector_at_zero_detached,
+            "no gradient reaches x", "x of shape (2, 3, 1, 8) at position [0] (one vector")
+    rejects(checks.check_apply_rope, r11.W_19_decode_step_detached,
+            "no gradient can flow back", "at position [0] (one vector")
+    rejects(checks.check_apply_rope, decode_step_detached_after_start,
+            "no gradient can flow back", "x of shape (2, 3, 1, 8) at position [5000]")
+    rejects(checks.check_apply_rope, decode_step_detached_when_half,
+            "no gradient", "float16 x of shape (2, 3, 1, 8) at position [3001] (one vector")
+
+
+def test_apply_rope_round11_one_vector_at_large_positions_in_half_precision():
+    from checker_redteam import round11_ch10_rope as r11
+    rejects(checks.check_apply_rope, r11.W_18_decode_step_angles_in_x_dtype,
+            "float16 x of shape (2, 3, 1, 16) at position [3001] (one vector",
+            "in float16, an angle of 2000 radians is stored to the nearest 1")
+    rejects(checks.check_apply_rope, decode_step_float16_clamped,
+            "float16 x of shape (1, 4, 1, 8) at position [70000] (one vector")
+    rejects(checks.check_apply_rope, decode_step_bfloat16_angles,
+            "bfloat16 x of shape (2, 3, 1, 16) at position [1000] (one vector",
+            "bfloat16 keeps 8 significant bits")
+
+
+def test_apply_rope_round11_a_cache_on_data_ptr_is_told_it_keeps_state():
+    from checker_redteam import round11_ch10_rope as r11
+    # Rejected where the allocator first reuses memory; told that it keeps state (not that
+    # the scores depend on more than the distance).
+    text = rejects(checks.check_apply_rope, r11.W_14_cache_on_data_ptr_and_version,
+                   "gives another result for the same input", "called again with a new "
+                   "positions tensor holding the same values", "keeps state between calls",
+                   "positions.data_ptr()")
+    assert "depend only on the distance" not in text
+    # The decoding loop that places each step's positions in the previous step's memory
+    # rejects such a cache on every run.
+    rejects(checks.check_apply_rope, cache_on_data_ptr_late,
+            "positions 904..907 (step 2 of a decoding loop whose new positions tensor lies "
+            "in the memory of the previous step's one", "gives another result",
+            "keeps state between calls")
+
+
+def test_alibi_round11_many_heads_and_long_sequences():
+    from checker_redteam import round11_ch10_alibi as r11
+    rejects(checks.check_alibi_bias, r11.W_17_geometric_above_16,
+            "the slopes are wrong for num_heads=20", "0.8409, 0.5946",
+            "2^(-8k/h) is the rule for a power of 2 only; 20 is not one")
+    rejects(checks.check_alibi_bias, r11.W_20_large_n_distances_float16,
+            "num_heads=1, n=2050", "distance 2049", "2049 is stored as 2048")
+
+
+def nan_above_65504_for_one_vector(x, positions):  # the same NaN at every call: no state
+    if positions.numel() == 1 and x.dtype == torch.float16 and int(positions[0]) > 65504:
+        return torch.full_like(x, math.nan)
+    return rope(x, positions)
+
+
+def test_apply_rope_round11_the_same_nan_twice_is_not_called_state():
+    text = rejects(checks.check_apply_rope, nan_above_65504_for_one_vector,
+                   "float16 x of shape (1, 4, 1, 8) at position [70000] (one vector")
+    assert "another result" not in text and "keeps state" not in text
+
+
+def test_alibi_round11_bfloat16_distances_are_told_close_but_not_exact():
+    from checker_redteam import round11_ch10_alibi as r11
+    text = rejects(checks.check_alibi_bias, r11.W_07_distance_bfloat16,
+                   "num_heads=16, n=300", "distance 257", "close but not exact",
+                   "bfloat16")
+    assert "linear in the distance" not in text

@@ -41,7 +41,8 @@ def _rope_cases():
     positions, a long sequence, float64 and float16 at large positions, positions above
     32767, float64, one shape at three sets of positions (two with the same first one),
     every position 0 in four ranks and dtypes (the output must still be a new tensor), a
-    transposed (non-contiguous) x, head size 128."""
+    transposed (non-contiguous) x, head size 128, one vector (n = 1) at large positions in
+    float16 and bfloat16."""
     g = torch.Generator().manual_seed(10)
     g_new = torch.Generator().manual_seed(1010)  # for cases added later (round 10)
 
@@ -159,6 +160,18 @@ def _rope_cases():
          "equals x, but must be a new tensor)", randn(2, 3, 8, dtype=torch.bfloat16,
                                                      generator=g_new),
          torch.zeros(3, dtype=torch.long), 1e-6),
+        # One vector (n = 1, a decoding step) at large positions in float16 and bfloat16
+        # (round 11): a path taken only for n = 1 (angles in x's dtype) is still caught.
+        ("float16 x of shape (2, 3, 1, 16) at position [3001] (one vector, as in a "
+         "decoding step, above 2048)", randn(2, 3, 1, 16, dtype=torch.float16,
+                                             generator=g_new),
+         torch.tensor([3001]), 1e-2),
+        ("float16 x of shape (1, 4, 1, 8) at position [70000] (one vector, above 65504, "
+         "the largest float16)", randn(1, 4, 1, 8, dtype=torch.float16, generator=g_new),
+         torch.tensor([70000]), 1e-2),
+        ("bfloat16 x of shape (2, 3, 1, 16) at position [1000] (one vector, as in a "
+         "decoding step)", randn(2, 3, 1, 16, dtype=torch.bfloat16, generator=g_new),
+         torch.tensor([1000]), 3e-2),
     ]
 
 
@@ -356,6 +369,9 @@ def _check_rope_values(fn, bfloat16=False):
         out = _call_rope(fn, x, positions, case, other_sizes)
         norms_in = x.double().norm(dim=-1)
         norms_out = out.double().norm(dim=-1)
+        expected = _rope(x, positions)
+        if not torch.allclose(out.double(), expected, atol=tol, rtol=tol):
+            _expect_rope_not_stale(fn, x, positions, out, case)
         if not torch.allclose(norms_out, norms_in, atol=tol * 10, rtol=tol * 10):
             where = tuple(int(i) for i in torch.nonzero(
                 (norms_out - norms_in).abs() == (norms_out - norms_in).abs().max())[0])
@@ -363,7 +379,6 @@ def _check_rope_values(fn, bfloat16=False):
                  f"{where} has norm {norms_in[where].item():.4g}, after RoPE "
                  f"{norms_out[where].item():.4g}. A rotation keeps every length.",
                  _diagnose_rope(out, x, positions, case, earlier))
-        expected = _rope(x, positions)
         if not torch.allclose(out.double(), expected, atol=tol, rtol=tol):
             diff = (out.double() - expected).abs()
             where = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
@@ -416,6 +431,7 @@ def _check_rope_values(fn, bfloat16=False):
         out = _call_rope(fn, x, positions, case)
         expected = _rope(x, positions)
         if not torch.allclose(out.double(), expected, atol=1e-3, rtol=1e-3):
+            _expect_rope_not_stale(fn, x, positions, out, case)
             diff = (out.double() - expected).abs()
             fail(f"apply_rope is wrong on {case}: largest difference "
                  f"{diff.max().item():.3g}.",
@@ -425,6 +441,26 @@ def _check_rope_values(fn, bfloat16=False):
         earlier.append(positions.clone())
         del positions, out
         gc.collect(1)  # free this step's positions now (the checker's helpers keep cycles)
+    # The same, with the allocator's reuse made certain (round 11): each step's new
+    # positions tensor lies in the memory the previous step's one used, and is as new (the
+    # same data_ptr() and _version at every step).
+    g = torch.Generator().manual_seed(17)
+    x = torch.randn(2, 4, 8, generator=g)
+    memory = torch.empty(4, dtype=torch.long)
+    for step in range(3):
+        first = 900 + 4 * step
+        memory.copy_(torch.arange(first, first + 4))
+        positions = torch.empty(0, dtype=torch.long).set_(memory.untyped_storage(), 0, (4,))
+        case = (f"x of shape (2, 4, 8) at positions {first}..{first + 3} (step {step + 1} "
+                "of a decoding loop whose new positions tensor lies in the memory of the "
+                "previous step's one, freed, as PyTorch's allocator may place it)")
+        out = _call_rope(fn, x, positions, case)
+        if not torch.allclose(out.double(), _rope(x, positions), atol=1e-3, rtol=1e-3):
+            _expect_rope_not_stale(fn, x, positions, out, case)
+            fail(f"apply_rope is wrong on {case}: largest difference "
+                 f"{(out.double() - _rope(x, positions)).abs().max().item():.3g}.",
+                 _diagnose_rope(out, x, positions, case))
+        del positions, out
 
 
 def _expect_half_precision(out, x, positions, case):
@@ -449,6 +485,29 @@ def _expect_half_precision(out, x, positions, case):
              "bfloat16, whose 8 significant bits are 8 times coarser than float16's 11.")
 
 
+def _expect_rope_not_stale(fn, x, positions, out, case):
+    """Before the generic message for a wrong output: the call is made again twice, each
+    time with a new positions tensor holding the same values (both kept alive). Another
+    answer means state kept between calls (e.g. a cache keyed by id(), data_ptr() or
+    _version, which a new tensor placed in freed memory shares), not a wrong formula."""
+    fresh = [positions.clone(), positions.clone()]
+    again = [_call_rope(fn, x, p, case + ", called again") for p in fresh]
+    if all(torch.allclose(out, y, rtol=0, atol=0, equal_nan=True) for y in again):
+        return                                  # the same answer each time (NaN too)
+    expected = _rope(x, positions)
+    right = any(torch.allclose(y.double(), expected, atol=1e-3, rtol=1e-3) for y in again)
+    fail(f"apply_rope gives another result for the same input on {case}: called again "
+         "with a new positions tensor holding the same values, it returns something else"
+         f"{' (the right values)' if right else ''}, and its first result is not RoPE at "
+         f"these positions (largest difference "
+         f"{(out.double() - expected).abs().max().item():.3g}).",
+         "your function keeps state between calls: cos and sin cached under a key that a "
+         "new positions tensor can share with an earlier one (id(positions), "
+         "positions.data_ptr(), positions._version: a new tensor may be placed in the "
+         "memory of a freed one). Key a cache by the positions' values (and d and the "
+         "dtype), or compute cos and sin at every call.")
+
+
 def _check_rope_relative(fn):
     """The score of a rotated query and key depends only on their distance."""
     g = torch.Generator().manual_seed(11)
@@ -456,13 +515,18 @@ def _check_rope_relative(fn):
         q, k = torch.randn(2, 1, 16, generator=g)                       # (1, 16) each
         i, j = (int(v) for v in torch.randint(0, 50, (2,), generator=g))
         shift = int(torch.randint(1, 500, (1,), generator=g))
-        scores = []
+        scores, calls = [], []
         for a, b in ((i, j), (i + shift, j + shift)):
             case = f"a query at position {a} and a key at position {b} (16 features)"
             q_rot = _call_rope(fn, q, torch.tensor([a]), case)
             k_rot = _call_rope(fn, k, torch.tensor([b]), case)
             scores.append((q_rot.double() * k_rot.double()).sum().item())
+            calls += [(q, a, q_rot, case), (k, b, k_rot, case)]
         if not math.isclose(scores[0], scores[1], rel_tol=1e-3, abs_tol=1e-3):
+            for v, t, out, case in calls:
+                t = torch.tensor([t])
+                if not torch.allclose(out.double(), _rope(v, t), atol=1e-3, rtol=1e-3):
+                    _expect_rope_not_stale(fn, v, t, out, case)
             fail(f"the score q.k of a rotated query and key changes when both move by "
                  f"{shift} positions: {scores[0]:.4g} at positions ({i}, {j}), {scores[1]:.4g} "
                  f"at ({i + shift}, {j + shift}). RoPE's scores depend only on the distance.",
@@ -506,6 +570,21 @@ def _check_rope_gradient(fn):
                      "pairs of features (0, 0) and one vector all zeros (x[0, 2]), "
                      "backward() through a weighted sum",
                      nan_hint=hint, wrong_hint=hint, describe=describe)
+    # Every position 0 (nothing to rotate) and one vector (n = 1, a decoding step): the
+    # output equals x or is one rotation, but gradients must still flow (round 11: a
+    # detached copy for all-zero positions, no_grad() for n = 1).
+    for shape, positions, about in (
+            ((2, 4, 6), [0, 0, 0, 0], "every angle 0: the output equals x, but gradients "
+             "must still flow"),
+            ((2, 3, 1, 8), [0], "one vector at position 0, as in the first decoding step"),
+            ((2, 3, 1, 8), [5000], "one vector, as in a decoding step")):
+        x = torch.randn(*shape, generator=g)
+        shown = ("position" if len(positions) == 1 else "positions") + " [" + \
+            ", ".join(str(p) for p in positions) + "]"
+        expect_gradients(fn, lambda x, p: _rope(x, p), [("x", x)],
+                         extra=(torch.tensor(positions),), name="apply_rope",
+                         case=f"x of shape {shape} at {shown} ({about}), backward() "
+                         "through a weighted sum")
 
 
 def _check_rope_odd(fn):
@@ -550,18 +629,23 @@ def _check_rope_half_gradient(fn, dtype):
     """backward() through a float16 or bfloat16 x (mixed-precision training): the output
     must require grad and the gradient must be finite and match the float64 reference's."""
     g = torch.Generator().manual_seed(15 if dtype == torch.float16 else 16)
-    x = torch.randn(2, 3, 6, 8, generator=g).to(dtype)
-    positions = torch.tensor([0, 9, 40, 41, 300, 1000])
     name = str(dtype)[6:]
-    expect_gradients(fn, lambda x, p: _rope(x, p), [("x", x)], extra=(positions,),
-                     name="apply_rope", case=f"{name} x of shape (2, 3, 6, 8) at positions "
-                     "[0, 9, 40, 41, 300, 1000], backward() through a weighted sum",
-                     atol=_HALF_GRADIENT_TOL[dtype], rtol=_HALF_GRADIENT_TOL[dtype],
-                     wrong_hint="the gradient of y = R x is R^T times the upstream "
-                     f"gradient, in {name} as in float32: keep every step of the {name} "
-                     "path in PyTorch operations on x (cast to float32 and back with "
-                     ".to(), which autograd follows), with the same cos and sin as the "
-                     "forward.")
+    # ... and one vector (n = 1, a decoding step) at a large position (round 11).
+    for shape, positions, shown in (
+            ((2, 3, 6, 8), [0, 9, 40, 41, 300, 1000],
+             "positions [0, 9, 40, 41, 300, 1000]"),
+            ((2, 3, 1, 8), [3001], "position [3001] (one vector, as in a decoding step)")):
+        x = torch.randn(*shape, generator=g).to(dtype)
+        expect_gradients(fn, lambda x, p: _rope(x, p), [("x", x)],
+                         extra=(torch.tensor(positions),), name="apply_rope",
+                         case=f"{name} x of shape {shape} at {shown}, backward() through a "
+                         "weighted sum",
+                         atol=_HALF_GRADIENT_TOL[dtype], rtol=_HALF_GRADIENT_TOL[dtype],
+                         wrong_hint="the gradient of y = R x is R^T times the upstream "
+                         f"gradient, in {name} as in float32: keep every step of the "
+                         f"{name} path in PyTorch operations on x (cast to float32 and "
+                         "back with .to(), which autograd follows), with the same cos and "
+                         "sin as the forward.")
 
 
 @checker("apply_rope")
@@ -569,7 +653,8 @@ def check_apply_rope(fn):
     """Check `fn(x, positions)`: x (..., n, d) with d even, positions (n,) int64; RoPE with
     pairs (2j, 2j + 1) rotated counterclockwise by positions[t] * 10000^(-2j/d), in x's
     dtype. Also: lengths kept, scores depend only on i - j, gradients (float32, float16 and
-    bfloat16 x), odd d refused."""
+    bfloat16 x; every position 0; one vector), odd d refused, no state kept between
+    calls."""
     _check_rope_values(fn)
     _check_rope_relative(fn)
     _check_rope_gradient(fn)
@@ -597,11 +682,15 @@ def _slopes_integer_division(num_heads):
                      if c < num_heads else [])
 
 
-# Above the diagonal: the natural -m (i - j) there is below 150 in size at n = 300.
+# Above the diagonal: the natural -m (i - j) there is below 150 in size at n = 300 (and
+# below 9 for the one head at n = 2050).
 _ALIBI_ABOVE_LIMIT = 1e4
 _ALIBI_CASES = [(8, 10), (4, 6), (1, 5), (2, 3), (6, 12), (12, 7), (3, 50), (5, 9),
                 (16, 300), (7, 2), (4, 1), (8, 40),  # (8, 40): 8 heads again, a longer n
-                (5, 10), (6, 12)]  # n = 10 again with 5 heads, then (6, 12) once more
+                (5, 10), (6, 12),  # n = 10 again with 5 heads, then (6, 12) once more
+                # Round 11: head counts above 16 that are not powers of 2 (the paper's rule
+                # there too, not 2^(-8k/h)).
+                (20, 9), (24, 6), (48, 4)]
 
 
 def _describe_slopes(slopes):
@@ -771,7 +860,8 @@ def _check_alibi_case(fn, h, n, earlier=()):
     if rounded:
         hint = (f"the values are rounded to {rounded[0]} decimals: return them as "
                 "computed, -m (i - j) in float32, without rounding.")
-    elif (values - expected)[:, lower].abs().max() < 0.5:
+    elif ((values - expected).abs() < 0.5 + 1e-2 * expected.abs())[:, lower].all():
+        # within 0.5, or 1% of large values (bfloat16 distances at n = 300 are off by 0.7)
         hint = ("the values are close but not exact: compute in float32 (or float64), not "
                 "float16 or bfloat16, and do not round.")
     fail(f"alibi_bias is wrong on {case}: head {head}, query {q}, key {k} (distance "
@@ -784,7 +874,42 @@ def check_alibi_bias(fn):
     """Check `fn(num_heads, n)`: a float32 (num_heads, n, n) tensor whose entry [h, i, j],
     for keys j <= i, is -m_h (i - j) with the ALiBi paper's slopes m_h, exactly as the
     exercise defines it (0 on the diagonal); entries above the diagonal (masked) are not
-    checked, but must not be NaN or +inf. Head counts that are powers of 2 and others, n
-    from 1 to 300, and one head count again with a larger n."""
+    checked, but must not be NaN or +inf. Head counts that are powers of 2 and others (up
+    to 48), n from 1 to 2050, and one head count again with a larger n."""
     for number, (h, n) in enumerate(_ALIBI_CASES):
         _check_alibi_case(fn, h, n, earlier=_ALIBI_CASES[:number])
+    _check_alibi_long(fn)
+
+
+def _check_alibi_long(fn, h=1, n=2050):
+    """Distances above 2048, which float16 no longer holds exactly (2049 becomes 2048): one
+    head at n = 2050, its last rows compared (the cases before it check the rest)."""
+    case = f"num_heads={h}, n={n} (distances up to {n - 1})"
+    bias = call(fn, h, n, name="alibi_bias", case=case)
+    expect_tensor(bias, (h, n, n), what="alibi_bias's output", case=case,
+                  hint="one (n, n) matrix per head: bias[head, i, j] for query i, key j.")
+    if bias.dtype != torch.float32:
+        fail(f"alibi_bias's output has dtype {bias.dtype} on {case}; expected "
+             "torch.float32, the dtype of the scores it is added to.")
+    rows = torch.tensor([1, 1000, n - 3, n - 2, n - 1])                # queries i
+    values = bias[:, rows, :].double()                                   # (h, 5, n)
+    i, j = rows[:, None], torch.arange(n)[None, :]
+    lower = (j <= i).expand_as(values)
+    want = torch.tensor(_slopes(h), dtype=torch.float64)[:, None, None]
+    expected = -want * (i - j)
+    ok = torch.isclose(values, expected, rtol=1e-5, atol=1e-5) | ~lower
+    if bool(ok.all()):
+        return
+    head, r, k = (int(v) for v in torch.nonzero(~ok)[0])
+    q = int(rows[r])
+    diff = (values - expected)[lower].abs()
+    hint = ("the bias is linear in the distance i - j: -m (i - j) for every key j <= i, at "
+            "every distance.")
+    if bool(torch.isfinite(diff).all()) and diff.max() < 0.5:
+        hint = ("the values are close but not exact at large distances: compute the "
+                "distances and the bias in float32 (or float64), not float16, which holds "
+                "every whole number only up to 2048 (2049 is stored as 2048), nor bfloat16 "
+                "(up to 256).")
+    fail(f"alibi_bias is wrong on {case}: head {head}, query {q}, key {k} (distance "
+         f"{q - k}) expected {expected[head, r, k].item():.5g}, got "
+         f"{values[head, r, k].item():.5g}.", hint)
