@@ -125,7 +125,9 @@ class LowRankTable(Learned):
 
 
 class ScaledTable(Learned):
-    """Right: the table times a constant (still one trainable vector per position)."""
+    """The table times a constant: right until round 11, now rejected (B's W25, sqrt(d) times
+    a table of std 1 / sqrt(d)): forward must add the table itself, and the gradient it gets
+    is 2 times autograd's for X + p_i."""
 
     def forward(self, X):
         return self.dropout(X + 2.0 * self.P[:, : X.shape[1]])
@@ -224,15 +226,30 @@ def test_rejects_round1(cls, fragment):
     rejects(checks.check_learned_positional_encoding, cls, fragment)
 
 
-@pytest.mark.parametrize("cls, fragment", redteam("round1_ch06",
-                                                  "check_learned_positional_encoding",
-                                                  "RIGHT_BUT_UNUSUAL"))
+# Round 1's "sinusoid + zero-initialised learned table" (ruled right in round 1, in
+# tests/checkers_support.RIGHT_AFTER_ALL) adds the fixed sinusoid plus a table: since round 11
+# (B's W07, the same design) forward must add the table itself, as the exercise says.
+SINUSOID_PLUS_TABLE = "sinusoid + zero-initialised learned table"
+
+
+@pytest.mark.parametrize("cls, fragment", [
+    p for p in redteam("round1_ch06", "check_learned_positional_encoding", "RIGHT_BUT_UNUSUAL")
+    if p.id != SINUSOID_PLUS_TABLE])
 def test_accepts_round1_right_encodings_without_training(cls, fragment):
     accepts(checks.check_learned_positional_encoding, cls, False)
 
 
-def test_accepts_a_scaled_table_without_training():
-    accepts(checks.check_learned_positional_encoding, ScaledTable, False)
+def test_round1_sinusoid_plus_table_is_rejected_since_round11():
+    [cls] = [p.values[0] for p in redteam("round1_ch06", "check_learned_positional_encoding",
+                                          "RIGHT_BUT_UNUSUAL") if p.id == SINUSOID_PLUS_TABLE]
+    rejects(checks.check_learned_positional_encoding, cls, "forward(X) - X is not your table",
+            "holds 0", "copy it into the table in __init__", args=(False,))
+
+
+def test_rejects_a_scaled_table_since_round11():
+    rejects(checks.check_learned_positional_encoding, ScaledTable,
+            "forward(X) - X is not your table", "forward adds 2 times the table",
+            args=(False,))
 
 
 def test_messages_are_the_same_whatever_the_learners_random_state():
@@ -629,3 +646,88 @@ def test_a_table_the_same_under_every_seed_is_accepted_when_it_is_not_random():
     worst = max(abs(ch06._lag_one_correlation(torch.randn(50, 16, generator=g)))
                 for _ in range(200))
     assert worst < ch06.SMOOTH_CORRELATION / 2
+
+
+R11 = {  # round 11 (writer B): holes closed, and messages that name the fault
+    # gradient 1/b of the true one: Embedding(scale_grad_by_freq) over a (b, n) lookup
+    "W_08_embedding_scale_grad_by_freq": ("the gradient reaching your table is 0.3333 times",
+                                          "scale_grad_by_freq=True", "`emb.weight`[0, 0]"),
+    "W_22_grad_mean_over_batch_expand": ("0.3333 times the right one", "(1/3, one over the "
+                                         "batch size"),
+    # a hook clamping the table's gradient
+    "W_21_grad_clamp_hook": ("is not what autograd gives", "gets -0.01", "clamped",
+                             "register_hook"),
+    # what forward adds is not the table
+    "W_07_sinusoid_plus_learned_residual": ("forward(X) - X is not your table",
+                                            "[0, 1, 0, 1]", "`P`[0, 0, 1], holds 0"),
+    "W_20_normalised_rows": ("forward(X) - X is not your table",
+                             "no trainable number of your encoding holds that value"),
+    "W_24_tanh_of_table": ("forward(X) - X is not your table", "within [-1, 1]"),
+    "W_25_table_scaled_by_sqrt_d": ("forward(X) - X is not your table", "4 times the right "
+                                    "one: forward adds 4 times the table"),
+    # a learnable gain on X: told that X is scaled, not that the gain gets no gradient
+    "W_19_learnable_gain_on_X": ("after a change of its parameters", "1.136 * X + P",
+                                 "it scales X"),
+    # nn.Embedding(sparse=True): the checker crashed; now told
+    "W_10_embedding_sparse": ("is a sparse tensor", "refuse sparse gradients",
+                              "without sparse=True"),
+}
+
+
+@pytest.mark.parametrize("name", R11)
+def test_round11_messages(name):
+    text = rejects(checks.check_learned_positional_encoding,
+                   redteam_entry("round11_ch06_learned_pe", name), *R11[name], args=(False,))
+    assert "get no gradient" not in text and "report" not in text
+
+
+def test_round11_shared_bias_is_told_it_is_not_the_table():
+    """S_23 (X + P + b, b shared by the positions, started at 0): against the wording."""
+    rejects(checks.check_learned_positional_encoding,
+            redteam_entry("round11_ch06_learned_pe", "S_23_shared_bias_too"),
+            "`b` gets a gradient too", "no other parameter", args=(False,))
+
+
+class TransposedTable(nn.Module):
+    """Right: the table stored as (num_hiddens, max_len), one column per position."""
+
+    def __init__(self, num_hiddens, dropout, max_len=1000):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.P = nn.Parameter(torch.randn(num_hiddens, max_len))
+
+    def forward(self, X):
+        if X.shape[1] > self.P.shape[1]:
+            raise ValueError("longer than max_len")
+        return self.dropout(X + self.P[:, : X.shape[1]].T)
+
+
+class PerPositionParameters(nn.Module):
+    """Right: one nn.Parameter per position, in an nn.ParameterList."""
+
+    def __init__(self, num_hiddens, dropout, max_len=1000):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        self.rows = nn.ParameterList(nn.Parameter(torch.randn(num_hiddens))
+                                     for _ in range(max_len))
+
+    def forward(self, X):
+        if X.shape[1] > len(self.rows):
+            raise ValueError("longer than max_len")
+        return self.dropout(X + torch.stack(list(self.rows[: X.shape[1]])))
+
+
+@pytest.mark.parametrize("cls", [TransposedTable, PerPositionParameters, WithEmbedding])
+def test_the_table_and_its_gradient_are_found_in_any_layout(cls):
+    accepts(checks.check_learned_positional_encoding, cls, False)
+
+
+def test_the_upstream_gradients_batch_sums_are_far_apart():
+    """Each entry of a right table's gradient names its position and feature: the batch
+    sums of the test's upstream gradient are at least 0.03 apart and 0.015 from 0, far above
+    the tolerance (1e-4) and float32 rounding."""
+    G, S = ch06._upstream(3, 7, 16, torch.Generator().manual_seed(15))
+    values = S.flatten().sort().values
+    assert (values[1:] - values[:-1]).min() > 0.03 > 100 * ch06.GRAD_TOL
+    assert values.abs().min() > 0.015
+    assert torch.allclose(G.sum(0).double(), S)

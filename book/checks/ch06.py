@@ -321,6 +321,220 @@ def _one_of(Y, choices, atol=1e-5):
     return bool(hit.all())
 
 
+# The gradient test's upstream gradient: its sum over the batch has entries at least 0.03
+# apart (and at least 0.015 from 0), so each entry of a right table's gradient names the one
+# position and feature it belongs to, in any layout (a (1, max_len, d) or (max_len, d)
+# parameter, an nn.Embedding, a transposed table); float32 rounding is below 1e-5.
+GRAD_TOL = 1e-4
+
+
+def _upstream(b, n, d, gen):
+    ranks = torch.randperm(n * d, generator=gen).reshape(n, d).double()
+    jitter = torch.rand(n, d, generator=gen, dtype=torch.float64) - 0.5
+    S = ((ranks - (n * d - 1) / 2) * 0.05 + 0.02 * jitter).float()  # the batch sum
+    G = torch.randn(b, n, d, generator=gen)
+    G[-1] = S - G[:-1].sum(0)
+    return G, G.sum(0).double()
+
+
+def _locate(values, targets, tol):
+    """For each of `values`, the index of the nearest of `targets` and whether it is within
+    tol (relative above 1)."""
+    order = targets.argsort()
+    ordered = targets[order]
+    right = torch.searchsorted(ordered, values).clamp(max=len(ordered) - 1)
+    left = (right - 1).clamp(min=0)
+    pick = torch.where((values - ordered[left]).abs() < (values - ordered[right]).abs(),
+                       left, right)
+    near = (values - ordered[pick]).abs() <= tol * (1 + values.abs())
+    return order[pick], near
+
+
+def _entry_name(params, j):
+    for name, p in params:
+        if j < p.numel():
+            index = [int(i) for i in torch.unravel_index(torch.tensor(int(j)), p.shape)]
+            return f"`{name}`{index}" if p.dim() else f"`{name}`"
+        j -= p.numel()
+    return "?"
+
+
+def _fmt(values):
+    return "[" + ", ".join(f"{float(v):.4g}" for v in values) + "]"
+
+
+def _scale_of(a, b):
+    """c with sorted(a) = c * sorted(b) (a, b: the same number of entries), or None."""
+    a, b = a.sort().values, b.sort().values
+    if a.numel() != b.numel() or a.numel() == 0:
+        return None
+    if (a[0] < 0) != (b[0] < 0):
+        a = a.flip(0)
+    c = float((a * b).sum() / (b * b).sum())
+    return c if torch.allclose(a, c * b, atol=1e-4, rtol=1e-4) else None
+
+
+def _expect_table_itself(cls, d):
+    """In eval mode, what forward adds is the table itself, and the gradient each trainable
+    number receives is the reference's: for the entry of position i, feature k the sum over
+    the batch of the upstream gradient at (i, k), for every other number 0. Found without
+    assuming a layout: the upstream gradient's batch sums are all different, so each
+    gradient entry names its (i, k). Then the same with X in float16 and bfloat16: a
+    gradient reaches the table."""
+    b, n, max_len = 3, 7, 50
+    case = (f"cls(16, 0.0, max_len={max_len}) in eval mode, X of shape ({b}, {n}, {d}), "
+            "upstream gradient G")
+    module = _make(cls, f"cls(16, 0.0, max_len={max_len})", d, 0.0, max_len=max_len).eval()
+    params = [(name, p) for name, p in module.named_parameters() if p.requires_grad]
+    gen = torch.Generator().manual_seed(15)
+    X = torch.randn(b, n, d, generator=gen)
+    G, S = _upstream(b, n, d, gen)
+    out = _forward(module, X, case)
+    if not out.requires_grad:
+        return  # told by the gradient checks
+    E = (out - X).detach()[0].double()  # (n, d): what each position gets
+    grads = torch.autograd.grad(out, [p for _, p in params], G, allow_unused=True)
+    _expect_dense(params, grads, case)
+    g = torch.cat([(torch.zeros_like(p) if gr is None else gr).reshape(-1).double()
+                   for (_, p), gr in zip(params, grads)])
+    v = torch.cat([p.detach().reshape(-1).double() for _, p in params])
+    live = (g.abs() > GRAD_TOL).nonzero().flatten()
+    where, near = _locate(g[live], S.reshape(-1), GRAD_TOL)
+    hits = torch.bincount(where[near], minlength=n * d)
+    # where forward's values sit among the parameters, if anywhere
+    at, found = _locate(E.reshape(-1), v, 1e-5)
+    if bool(near.all()) and bool((hits == 1).all()):
+        # every gradient entry belongs to one (i, k), and each (i, k) has one entry
+        j = torch.empty(n * d, dtype=torch.long)
+        j[where] = live
+        wrong = ((v[j] - E.reshape(-1)).abs() > 1e-5 * (1 + E.reshape(-1).abs())).nonzero()
+        if len(wrong):
+            ik = int(wrong[0])
+            i, k = divmod(ik, d)
+            _fail_not_table(E, v, found, at, params, i, k, j[ik], case)
+        return
+    if not bool(found.all()):
+        ik = int((~found).nonzero()[0])
+        i, k = divmod(ik, d)
+        scale = _scale_of(g[live], S.reshape(-1))
+        _fail_not_table(E, v, found, at, params, i, k, None, case,
+                        scale if scale is not None and abs(scale - 1) > 1e-3 else None)
+    # forward adds the parameters' values; the gradient is not what autograd gives for it
+    expected = S.reshape(-1)
+    got = g[at]  # the gradient of the entry that holds the value added at (i, k)
+    extra = torch.ones_like(g, dtype=torch.bool)
+    extra[at] = False
+    stray = (extra & (g.abs() > GRAD_TOL)).nonzero().flatten()
+    bad = ((got - expected).abs() > GRAD_TOL * (1 + expected.abs())).nonzero().flatten()
+    if len(bad) == 0 and len(stray):
+        j = int(stray[0])
+        name = _entry_name(params, j).split("[")[0]
+        fail(f"on {case}, your encoding adds its table, and the table gets the right "
+             f"gradient, but {name} gets a gradient too ({g[j]:.4g} at "
+             f"{_entry_name(params, j)}, which no single position and feature of the "
+             "table gets): forward uses it for more than one position (a vector shared by "
+             "all positions, such as a bias, or a gain on X). The exercise asks for "
+             "X + p_i, with p_i, the vector of position i, the only thing added.",
+             "return self.dropout(X + self.P[:, :n]): one table, its first n rows added, "
+             "and no other parameter.")
+    if len(bad) == 0:  # values and gradients right, but some entry is reached twice
+        return
+    ik = int(bad[0])
+    i, k = divmod(ik, d)
+    ratio = _scale_of(got, expected)
+    if ratio is not None and abs(ratio - 1) > 1e-3:
+        why = (f" (1/{b}, one over the batch size: nn.Embedding(..., "
+               "scale_grad_by_freq=True) looked up with positions repeated for every "
+               "example of the batch, or a division by the batch size with the rest "
+               "added back detached)" if abs(ratio - 1 / b) < 1e-3 else "")
+        fail(f"on {case}, the gradient reaching your table is {ratio:.4g} times the "
+             f"right one{why}: at position {i}, feature {k} the entry "
+             f"{_entry_name(params, at[ik])} gets {got[ik]:.4g}, while X + p_i gives it "
+             f"the sum over the batch of G[:, {i}, {k}], {expected[ik]:.4g}. With Adam the "
+             "scale hardly shows in training, but any other optimizer, gradient clipping "
+             "or a learning-rate schedule sees the wrong gradient.",
+             "add the table's rows to X plainly, self.dropout(X + self.P[:, :n]) (or "
+             "nn.Embedding(max_len, num_hiddens) without scale_grad_by_freq, looked up at "
+             "torch.arange(n)), and let autograd compute the gradient.")
+    clamped = got.abs().max() < expected.abs().max() - GRAD_TOL
+    fail(f"on {case}, the gradient reaching your table is not what autograd gives for "
+         f"X + p_i: at position {i}, feature {k} the entry {_entry_name(params, at[ik])} "
+         f"gets {got[ik]:.4g}, while the right gradient is the sum over the batch of "
+         f"G[:, {i}, {k}], {expected[ik]:.4g}"
+         + (f" (no entry gets more than {got.abs().max():.4g} in size: the gradient is "
+            "clamped)" if clamped else "")
+         + ": something changes the table's gradient (a hook registered on the "
+         "parameter, a custom autograd.Function, a detach trick), so the optimizer does "
+         "not follow the loss.",
+         "add the table's rows to X plainly, self.dropout(X + self.P[:, :n]), with no "
+         "register_hook on the parameter: gradient clipping belongs to the training loop "
+         "(torch.nn.utils.clip_grad_norm_).")
+
+
+def _fail_not_table(E, v, found, at, params, i, k, j, case, scale=None):
+    d = E.shape[1]
+    row = E[i, :4]
+    known = ""
+    if scale is not None:
+        known = (f" The gradient reaching your table is {scale:.4g} times the right one: "
+                 f"forward adds {scale:.4g} times the table (a scale such as "
+                 "sqrt(num_hiddens) applied in forward).")
+    elif (E.abs() <= 1 + 1e-6).all() and E.abs().max() > 0.5 and j is None:
+        known = " Every value added lies within [-1, 1] (a tanh, sine or cosine?)."
+    where = ("no trainable number of your encoding holds that value." if j is None else
+             f"the entry whose gradient belongs to that position and feature, "
+             f"{_entry_name(params, j)}, holds {v[j]:.4g}.")
+    fail(f"on {case}, in eval mode forward(X) - X is not your table: position {i} gets "
+         f"{_fmt(row)}{' ...' if d > 4 else ''} added (feature {k}: {E[i, k]:.4g}), and "
+         f"{where}{known} Forward must add "
+         "the learned vectors themselves, p_0 ... p_{n-1}: not a fixed encoding (such as "
+         "the sinusoid) plus a table, nor the table rescaled, normalised or passed "
+         "through a function, which changes what the vectors can learn and the "
+         "gradient they get.",
+         "return self.dropout(X + self.P[:, :n]). To start from the sinusoid, copy it "
+         "into the table in __init__ (self.P.data.copy_(...)) rather than adding it in "
+         "forward; to start at std s, initialise the table with it "
+         "(torch.randn(...) * s), not a scale in forward.")
+
+
+def _expect_dense(params, grads, case):
+    """A sparse gradient (nn.Embedding(sparse=True)) is refused by Adam and AdamW."""
+    for (name, _), grad in zip(params, grads):
+        if grad is not None and grad.layout != torch.strided:
+            fail(f"on {case}, the gradient of your parameter `{name}` is a sparse tensor "
+                 "(nn.Embedding(..., sparse=True)): torch.optim.Adam and AdamW, which "
+                 "train the course's models, refuse sparse gradients (\"Adam does not "
+                 "support sparse gradients\"), and gradient clipping does too.",
+                 "nn.Embedding(max_len, num_hiddens) without sparse=True (a dense "
+                 "gradient), or an nn.Parameter table.")
+
+
+def _expect_half_gradient(cls, d):
+    """X in float16 and bfloat16 (the module in float32): a gradient reaches the table."""
+    module = _make(cls, "cls(16, 0.0, max_len=50)", d, 0.0, max_len=50).eval()
+    params = [p for p in module.parameters() if p.requires_grad]
+    gen = torch.Generator().manual_seed(16)
+    X = torch.randn(2, 7, d, generator=gen)
+    G = torch.randn(2, 7, d, generator=gen)
+    for dtype in (torch.float16, torch.bfloat16):
+        case = (f"X of shape (2, 7, 16) in {str(dtype)[6:]}, cls(16, 0.0, max_len=50) in "
+                "float32, eval mode")
+        try:  # lower precisions are not asked: an error is not a fault here
+            out = module(X.to(dtype))
+        except Exception:
+            continue
+        grads = torch.autograd.grad(out, params, G.to(out.dtype), allow_unused=True) \
+            if isinstance(out, torch.Tensor) and out.requires_grad else []
+        if not any(gr is not None and gr.abs().sum() > 0 for gr in grads):
+            fail(f"on {case}, no gradient reaches your encoding's parameters (in float32 "
+                 "it does): a half-precision X must not cut the table off from the "
+                 "gradient (no .detach() or torch.no_grad() for some dtypes).",
+                 "return self.dropout(X + self.P[:, :n]) for every dtype of X.")
+        if any(gr is not None and not torch.isfinite(gr).all() for gr in grads):
+            fail(f"on {case}, the gradient of your encoding's parameters contains NaN or "
+                 "inf.")
+
+
 @checker("learned positional encoding")
 def check_learned_positional_encoding(cls, train=True):
     """Check a learned positional encoding class: the call and shape; a trainable table with
@@ -423,6 +637,8 @@ def check_learned_positional_encoding(cls, train=True):
     grads = []
     if out.requires_grad:
         grads = torch.autograd.grad((out * weights).sum(), trainable, allow_unused=True)
+        _expect_dense([(name, p) for name, p in module.named_parameters()
+                       if p.requires_grad], grads, "X of shape (2, 7, 16), train mode")
     if not any(gr is not None and gr.abs().sum() > 0 for gr in grads):
         fail("no gradient reaches your encoding's parameters: training would never change them.",
              "use the parameter itself in forward (X + self.P[:, :n]), not self.P.detach(), "
@@ -467,6 +683,8 @@ def check_learned_positional_encoding(cls, train=True):
     _expect_default_max_len(fresh, d)
     _expect_too_long_refused(module, d)
     _expect_every_row_trained(module, d)
+    _expect_table_itself(cls, d)
+    _expect_half_gradient(cls, d)
 
     _check_dropout(cls, d)
     _expect_float64_table(cls, d)
@@ -519,15 +737,15 @@ def _expect_float64(cls, d):
              "or cast with .to(X.dtype).")
 
 
-def _expect_x_unscaled(X1, X2, out1, out2):
+def _expect_x_unscaled(X1, X2, out1, out2, when=""):
     """forward(X) = c X + E with c != 1: X is scaled (the Transformer's sqrt(d) habit)."""
     dX, dY = X1 - X2, out1 - out2
     c = float((dX * dY).sum() / (dX * dX).sum())
     if abs(c - 1) > 1e-3 and torch.allclose(dY, c * dX, atol=1e-4):
         d = X1.shape[-1]
         which = f" (sqrt(num_hiddens) = sqrt({d}))" if abs(c - math.sqrt(d)) < 1e-3 else ""
-        fail(f"forward(X) - X changes with X: your forward returns {c:.4g} * X + P{which}, "
-             "not X + P: it scales X before adding the encoding.",
+        fail(f"forward(X) - X changes with X{when}: your forward returns {c:.4g} * X + "
+             f"P{which}, not X + P: it scales X before adding the encoding.",
              "do not scale X: return self.dropout(X + self.P[:, :n]). Multiplying the "
              "embeddings by sqrt(num_hiddens) is the model's job, done before the encoding "
              "is called (the course's PositionalEncoding does not scale X either).")
@@ -692,6 +910,8 @@ def _expect_current_parameters(cls, module, d):
                 q.add_(step)
         after = _forward(module, X, "the same X after a change of the parameters")
         fresh = _forward(twin, X, "the same X, on a twin module built and changed alike")
+    if torch.allclose(after, fresh, atol=1e-5):
+        _expect_added_after_change(module, X, after)
     if not torch.allclose(after, fresh, atol=1e-5):
         _expect_forward_leaves_parameters(module, X, g)
         same = torch.allclose(after, before, atol=1e-6)
@@ -701,6 +921,25 @@ def _expect_current_parameters(cls, module, d):
              "earlier call, so the training would never show in the output.",
              "look the table up anew in every forward: return self.dropout(X + "
              "self.P[:, :n]); keep no copies (.clone(), a cached slice) between calls.")
+
+
+def _expect_added_after_change(module, X, out):
+    """After a change of the parameters, forward(X) - X is still the same for every X: no
+    parameter acts on X (a learnable gain started at 1 looks right before training)."""
+    X2 = torch.randn(X.shape, generator=torch.Generator().manual_seed(17))
+    with torch.no_grad():
+        out2 = _forward(module, X2, "another X of shape (2, 7, 16) after a change of the "
+                                    "parameters")
+    if torch.allclose(out - X, out2 - X2, atol=1e-5):
+        return
+    _expect_x_unscaled(X, X2, out, out2, " after a change of its parameters (what an "
+                       "optimizer step does): a trainable gain on X, started at 1, looks "
+                       "right before training, but training moves it")
+    fail("after a change of your encoding's parameters (what an optimizer step does), "
+         "forward(X) - X changes with X: a parameter acts on X itself, so once trained "
+         "the output is no longer X plus the position vectors.",
+         "add the table to X and do nothing else to X: return self.dropout(X + "
+         "self.P[:, :n]).")
 
 
 def _expect_table_read_anew(cls, d):
