@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from book import checks
 from checkers_support import accepts, redteam_entries, rejects
-from book.checks.ch09 import _nucleus, _top_p_cases
+from book.checks.ch09 import _nucleus, _step_cases, _top_p_cases
 
 
 def stub(*args):
@@ -230,6 +230,12 @@ def test_top_p_cases_keep_a_margin_from_p():
             continue
         if "just below 1" in case:   # the smallest probability, 1.9e-5, is the margin
             assert margin > 1.5e-5, (case, margin)
+            continue
+        if "p=0.9995" in case:       # the tails, 3.1e-4 and 2.5e-4 of the mass, go
+            assert margin > 1.5e-4, (case, margin)
+            continue
+        if "p=0.99999" in case:      # 5e-6: about 80 float32 steps of 1
+            assert 4e-6 < margin < 6e-6, (case, margin)
             continue
         if "d = 1e-10" in case:      # float64: 1e-10 from p, far above float64 rounding
             assert logits.dtype == torch.float64 and 0.99e-10 < margin < 1.01e-10, margin
@@ -893,3 +899,119 @@ def test_attention_step_round10():
                    "exp(m_old - m_new)")
     assert "goes stale" not in text
 
+
+
+# -- Round 11 red team (tests/checker_redteam/round11_ch09_*.py, writer C) -----------------
+
+
+def test_attention_step_round11_holes():
+    from checker_redteam import round11_ch09_attention_step as r11
+
+    step = checks.check_attention_step
+    # Truncated backpropagation through the cache: a prompt of 300 positions shows the cut.
+    rejects(step, r11.W_02_detach_long_past, "prompt of 300 positions",
+            "gradient with respect to the keys is cut", "positions 0..267 get none (0)",
+            "positions 269..301 get the right one", "truncated backpropagation")
+    rejects(step, r11.W_21_truncated_bptt_256, "prompt of 300 positions",
+            "positions 0..43 get none (0)")
+    # Detached float32 copies for half inputs only: backward() in float16 and bfloat16.
+    rejects(step, r11.W_23_detach_half, "no gradient flows through the output on float16",
+            "(in float32 it has one)", "q.detach().float()")
+    # All-zero keys masked as padding.
+    rejects(step, r11.W_07_mask_zero_keys, "a key of zeros at position 2",
+            "the key at position(s) [2]", "is all zeros", "Nothing in the cache is padding")
+
+
+def test_attention_step_round11_messages():
+    from checker_redteam import round11_ch09_attention_step as r11
+
+    step = checks.check_attention_step
+    text = rejects(step, r11.W_08_clamp_scores, "large scores",
+                   "the scores clamped to a bound such as [-15, 15] or [-50, 50]")
+    assert "(sequence, head) pairs" not in text
+    rejects(step, r11.W_16_attend_last_2048, "a prompt of 4,200 positions",
+            "attends over the last 2048 positions only")
+
+
+def test_attention_step_truncated_gradient_over_40_positions():
+    """Positions older than 32 steps detached, on the prompt of 36 and steps 36..39 alone
+    (the prompt of 300 skipped): positions 0..3 get none, 4..6 miss the later steps'
+    share."""
+    def detach_old(q, k, v, past_keys, past_values):
+        t = past_keys.shape[2]
+        if 32 < t < 300:
+            past_keys = torch.cat([past_keys[:, :, :-32].detach(),
+                                   past_keys[:, :, -32:]], 2)
+            past_values = torch.cat([past_values[:, :, :-32].detach(),
+                                     past_values[:, :, -32:]], 2)
+        return attention_step(q, k, v, past_keys, past_values)
+
+    rejects(checks.check_attention_step, detach_old, "a prompt of 36 positions",
+            "positions 0..3 get none (0), positions 4..6 get too little",
+            "positions 7..39 get the right one")
+
+
+def test_attention_step_clamp_at_another_bound():
+    """A clamp at a bound not tried (35): told that large scores are changed, from a call
+    with q scaled down, where it is right."""
+    def clamp_35(q, k, v, past_keys, past_values):
+        keys, values = torch.cat([past_keys, k], 2), torch.cat([past_values, v], 2)
+        scores = (q.float() @ keys.float().transpose(2, 3) / math.sqrt(q.shape[-1]))
+        weights = torch.softmax(scores.clamp(-35, 35), -1)
+        return (weights @ values.float()).to(q.dtype), keys, values
+
+    text = rejects(checks.check_attention_step, clamp_35, "large scores")
+    assert "clamped" in text and "(sequence, head) pairs" not in text
+    # A batch fault on small scores is still told as one.
+    rejects(checks.check_attention_step, first_batch_item_only, "every sequence")
+
+
+def test_attention_step_zero_rows_case():
+    (Q, K, V), = [qkv for case, qkv, dtype, tol in _step_cases() if "zeros" in case]
+    assert (K[:, :, [2, 5]] == 0).all() and (V[:, :, [4, 5]] == 0).all()
+    assert (K[:, :, [0, 1, 3, 4, 6]] != 0).all() and (V[:, :, [0, 1, 2, 3, 6]] != 0).all()
+
+
+def test_top_p_round11_holes():
+    from checker_redteam import round11_ch09_top_p as r11
+
+    top_p = checks.check_top_p_filter
+    rejects(top_p, r11.W_07_p1_detached_clone, "p=1.0 (every token kept), backward()",
+            "no gradient reaches the logits", "not logits.detach().clone()")
+    rejects(top_p, r11.W_17_detach_half, "float16 logits with p=0.8, backward()",
+            "(in float32 it has one)", "logits.detach().float()")
+    rejects(top_p, r11.W_19_bf16_via_half, "bfloat16 logits near 100,000",
+            "no token left", "beyond float16's largest number (65,504)",
+            "compute the probabilities in float32")
+    rejects(top_p, r11.W_21_p_near_one_shortcut, "p=0.9995", "expected tokens [0, 1, 2]",
+            "You keep every token", "no shortcut for p near 1")
+
+
+def test_top_p_p_just_below_one_is_caught_at_0_99999():
+    def keep_all_above(limit):
+        def fn(logits, p):
+            return logits.clone() if p > limit else top_p(logits, p)
+        return fn
+
+    rejects(checks.check_top_p_filter, keep_all_above(0.9999), "p=0.99999")
+
+
+def test_top_p_half_gradients_accept_a_computation_in_the_half_dtype():
+    """The gradient cases keep a margin from p, so a solution that computes its
+    probabilities in the half dtype keeps the same tokens there."""
+    from book.checks.ch09 import _gradient_cases, _mass_above
+
+    for case, logits, p in _gradient_cases():
+        for probs in (torch.softmax(logits.double(), -1),
+                      torch.softmax(logits, -1).double()):
+            margin = (_mass_above(probs) - p).abs().min().item()
+            assert margin > (3.5e-4 if p == 1 else 0.012), (case, margin)
+        assert torch.equal(torch.isfinite(top_p_in_the_input_dtype(logits, p)),
+                           _nucleus(logits, p)[0])
+
+
+def test_top_p_bfloat16_case_is_beyond_float16():
+    (logits, p), = [(x, p) for case, x, p in _top_p_cases() if "near 100,000" in case]
+    assert logits.dtype == torch.bfloat16 and logits.float().abs().max() > 65504
+    assert not torch.isfinite(torch.softmax(logits.half().float(), -1)).all()
+    assert _nucleus(logits, p)[0].sum(-1).tolist() == [2, 1]

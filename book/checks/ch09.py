@@ -45,12 +45,14 @@ def _top_p_cases():
     """(case, logits, p): asymmetric, unsorted, ties, long rows, -inf entries, large
     logits, float16, a mass that reaches p exactly, near-ties (also one that float16
     cannot tell apart, and one 5e-6 apart in relative terms), a mass 5e-6 below p, a
-    non-contiguous input, long bfloat16 rows, p just below 1, float64 masses 1e-10 from p.
+    non-contiguous input, long bfloat16 rows, p just below 1 (1 - 1e-9, 0.99999, 0.9995),
+    bfloat16 logits beyond float16's range, float64 masses 1e-10 from p.
     Apart from the exact case, the masses just below p (5e-6, and 4.8e-7 with dyadic
     probabilities, exact in float32), the 4,096-token rows (1.1e-4 and 1.9e-4 in float16,
-    4.7e-4 in bfloat16), the rows at p = 1 - 1e-9 (1.9e-5) and the float64 rows (1e-10,
-    which float64 resolves), every case keeps a margin of at least 1e-3 between p and the
-    mass above any token, so float32 rounding cannot change the verdict."""
+    4.7e-4 in bfloat16), the rows at p = 1 - 1e-9 (1.9e-5), p = 0.9995 (1.9e-4) and
+    p = 0.99999 (5e-6), and the float64 rows (1e-10, which float64 resolves), every case
+    keeps a margin of at least 1e-3 between p and the mass above any token, so float32
+    rounding cannot change the verdict."""
     g = torch.Generator().manual_seed(9)
     shuffled = torch.randn(4, 10, generator=g) * 2.0
     long_rows = torch.randn(3, 257, generator=g) * 3.0
@@ -137,6 +139,24 @@ def _top_p_cases():
         ("probabilities [1/8, 1/2, 1/16, 1/4, 1/16], p=0.75 + 2^-21 = 0.75000048 (the mass "
          "above token 0, 0.75, is 4.8e-7 below p: token 0 is kept)",
          torch.tensor([[-3.0, -1.0, -4.0, -2.0, -4.0]]) * LN2, 0.75 + 2 ** -21),
+        # bfloat16 holds float32's range: logits near 100,000 (bfloat16 rounds them in steps
+        # of 512, so row 0 has two tied tokens and row 1 one token with probability 1).
+        # Computed through float16 they are inf, and every token is removed.
+        ("bfloat16 logits near 100,000, beyond float16's largest number 65,504 (bfloat16, "
+         "like float32, holds them), p=0.9",
+         torch.tensor([[1e5, 0.0, 99990.0, -1e5, 99000.0],
+                       [70000.0, 69632.0, -70000.0, 0.0, 1.0]], dtype=torch.bfloat16), 0.9),
+        # p just below 1 is not p = 1: the tail tokens whose mass is below 1 - p go. The
+        # mass above them is 2e-4 (row 0) and 2.5e-4 (row 1) above p, thousands of float32
+        # steps.
+        ("logits [5, 4, 3, -3, -4] and probabilities [0.5, 0.3, 0.19975, 0.0002, 5e-5], "
+         "p=0.9995 (the last two tokens of each row, 3.1e-4 and 2.5e-4 of the mass, are "
+         "removed)",
+         torch.cat([torch.tensor([[5.0, 4.0, 3.0, -3.0, -4.0]]),
+                    _logits_from([[0.5, 0.3, 0.19975, 0.0002, 0.00005]])]), 0.9995),
+        # The mass above tokens 2 and 3 is 5e-6 above p (about 80 float32 steps of 1).
+        ("probabilities [0.6, 0.399995, 3e-6, 2e-6], p=0.99999 (the last two tokens, 5e-6 "
+         "of the mass, are removed)", _logits_from([[0.6, 0.399995, 3e-6, 2e-6]]), 0.99999),
         # Last (float64 accuracy is told after any other fault): float64 logits whose masses
         # lie 1e-10 from p, far beyond float64 rounding (1e-16) and far within float32's
         # (3e-8 near 0.3; p itself is 0.30000001 in float32). Computed in float32 (or with p
@@ -357,6 +377,12 @@ def _overflow_note(logits):
     """For large logits, the likeliest cause of a wrong answer."""
     finite = logits[torch.isfinite(logits)].double()
     limit = 11 if logits.dtype == torch.float16 else 88  # exp overflows beyond
+    if logits.dtype == torch.bfloat16 and finite.abs().max() > FLOAT16_MAX:
+        return (f" These bfloat16 logits reach {finite.abs().max().item():,.0f}, beyond "
+                f"float16's largest number ({FLOAT16_MAX:,}): cast to float16 "
+                "(logits.half() for every half dtype) they are inf, and softmax of them "
+                "NaN. bfloat16 has float32's range: compute the probabilities in float32 "
+                "(logits.float()), for bfloat16 as for float16.")
     if finite.abs().max() > limit:
         return (f" With logits this large ({finite.abs().max().item():g}), exp() overflows "
                 f"in {str(logits.dtype).replace('torch.', '')}: use torch.softmax, which "
@@ -489,10 +515,14 @@ def _explain_wrong_set(out, logits, kept, yours, p, where):
                  "only exact ties with the token that crosses p are kept: compare with "
                  "probs >= threshold (or mass_above < p) without a tolerance (no "
                  "torch.isclose, no threshold - eps).")
+        every = p < 1 and torch.equal(yours, torch.isfinite(logits))
         fail(f"{where}: your nucleus is too large (it keeps {extra} after the mass of the "
              f"kept tokens has reached p={p}).",
              "stop at the token that crosses p: keep a token when the probability of the "
-             "tokens ranked above it is still below p.")
+             "tokens ranked above it is still below p."
+             + (f" You keep every token: p = {p:.12g} is below 1, so the least probable "
+                "tokens, whose total is below 1 - p, go; only p = 1 keeps them all (no "
+                "shortcut for p near 1)." if every else ""))
     if missing and not extra:
         crossing = probs[missing].max().item()
         if any(math.isclose(probs[i].item(), crossing, rel_tol=1e-6) for i in got):
@@ -551,19 +581,58 @@ def _float64_boundary(logits, probs, tokens, p, where):
             f"{p32:.8g})." if p32 != p else ""))
 
 
-def _check_top_p_gradient(fn):
+def _gradient_cases():
+    """(case, logits, p) for backward(): float32 at p = 0.8 and at p = 1 (every token kept:
+    the gradient must flow there too), float16 and bfloat16 at p = 0.8 (a .detach() taken
+    only for half logits). Every mass above a token is at least 0.014 from p (at p = 1,
+    3.9e-4, the smallest probability), far beyond float32 rounding
+    (tests/test_checks_ch09.py checks it)."""
     g = torch.Generator().manual_seed(10)
-    logits = (torch.randn(3, 9, generator=g) * 2).requires_grad_()
-    weights = torch.randn(3, 9, generator=g)
-    case = "3 rows of 9 logits with p=0.8, backward() through softmax(output)"
-    out = call(fn, logits, 0.8, name="top_p_filter", case=case)
+    logits = torch.randn(3, 9, generator=g) * 2
+    half = torch.randn(3, 9, generator=torch.Generator().manual_seed(28)) * 2
+    return [("3 rows of 9 logits with p=0.8, backward() through softmax(output)", logits,
+             0.8),
+            ("3 rows of 9 logits with p=1.0 (every token kept), backward() through "
+             "softmax(output)", logits, 1.0)] + [
+        (f"3 rows of 9 {str(dtype)[6:]} logits with p=0.8, backward() through "
+         "softmax(output)", half.to(dtype), 0.8) for dtype in HALF]
+
+
+def _check_top_p_gradient(fn):
+    weights = torch.randn(3, 9, generator=_weights_generator())
+    for case, values, p in _gradient_cases():
+        _top_p_gradient(fn, values, p, weights, case)
+
+
+def _weights_generator():
+    """The generator of the gradient weights: the draw after the float32 logits of seed 10
+    (the weights of the first gradient case since round 2)."""
+    g = torch.Generator().manual_seed(10)
+    torch.randn(3, 9, generator=g)
+    return g
+
+
+def _top_p_gradient(fn, values, p, weights, case):
+    logits = values.clone().requires_grad_()
+    half = logits.dtype in HALF
+    out = call(fn, logits, p, name="top_p_filter", case=case)
     if not out.requires_grad:
+        if half:
+            fail(f"no gradient reaches the logits through your output on {case}: it has "
+                 "requires_grad=False (in float32 it has one).",
+                 "a path taken only for float16/bfloat16 logits leaves autograd: "
+                 "logits.float() keeps the graph, logits.detach().float() (or "
+                 "torch.no_grad(), .data) does not. Compute the mask from a copy if you "
+                 "like, but apply it to the logits themselves: logits.masked_fill(remove, "
+                 "float('-inf')).")
         fail(f"no gradient reaches the logits through your output on {case}.",
              "do not detach (no .detach(), .item(), .numpy() or torch.no_grad() on the "
-             "logits): mask them with masked_fill, which the gradient passes through.")
-    (torch.softmax(out, dim=-1) * weights).sum().backward()
-    reference = logits.detach().clone().requires_grad_()
-    kept, _ = _nucleus(reference.detach(), 0.8)
+             "logits): mask them with masked_fill, which the gradient passes through"
+             + (", also when every token is kept (p >= 1): return logits.clone(), not "
+                "logits.detach().clone()." if p >= 1 else "."))
+    (torch.softmax(out.float(), dim=-1) * weights).sum().backward()
+    reference = values.detach().double().requires_grad_()
+    kept, _ = _nucleus(reference.detach(), p)
     filtered = reference.masked_fill(~kept, float("-inf"))
     (torch.softmax(filtered, dim=-1) * weights).sum().backward()
     if logits.grad is None or not torch.isfinite(logits.grad).all():
@@ -574,8 +643,10 @@ def _check_top_p_gradient(fn):
              "Typical sources: log(0) of a removed token (the log of renormalised "
              "probabilities), or logits * inf. Compute nothing infinite from the removed "
              "logits: put -inf in their place with masked_fill(remove, float('-inf')).")
-    if not torch.allclose(logits.grad, reference.grad, atol=1e-5):
-        diff = (logits.grad - reference.grad).abs().max().item()
+    # A half gradient is the float32 one rounded to the half dtype (3e-3 of it at most).
+    if not torch.allclose(logits.grad.double(), reference.grad, atol=1e-2 if half else 1e-5,
+                          rtol=1e-2 if half else 1e-5):
+        diff = (logits.grad.double() - reference.grad).abs().max().item()
         fail(f"the gradient with respect to the logits is wrong on {case} (largest "
              f"difference {diff:.3g}).",
              "the kept logits should pass through unchanged, the removed ones be replaced "
@@ -626,6 +697,11 @@ def _step_cases():
         (f"bfloat16, q . k up to about 200,000, beyond float16's largest number "
          f"{FLOAT16_MAX:,} (bfloat16, like float32, holds it)", _beyond_float16_in_bf16(),
          torch.bfloat16, 1e-1),
+        # Zero rows are keys and values like any others (a solution that takes them for
+        # padding and masks them is wrong): a zero key has score 0.
+        ("a key of zeros at position 2, a value of zeros at position 4 and both at "
+         "position 5 (batch 2, 2 heads, head size 4, 7 steps)", _zero_rows(), torch.float32,
+         1e-5),
         # float64 in, float64 out; its accuracy is checked last (check_attention_step).
         ("float64, batch 2, 3 heads, head size 3, 4 steps",
          torch.randn(3, 2, 3, 4, 3, generator=g), torch.float64, 1e-5),
@@ -633,6 +709,14 @@ def _step_cases():
 
 
 FLOAT16_MAX = 65504
+
+
+def _zero_rows():
+    """(Q, K, V), batch 2, 2 heads, head size 4, 7 steps, with the key of position 2, the
+    value of position 4 and both of position 5 all zeros (every sequence and head)."""
+    Q, K, V = torch.randn(3, 2, 2, 7, 4, generator=torch.Generator().manual_seed(24))
+    K[:, :, 2] = K[:, :, 5] = V[:, :, 4] = V[:, :, 5] = 0
+    return Q, K, V
 
 
 def _beyond_float16():
@@ -743,7 +827,7 @@ def _cache_cases():
 LONG_PROMPT = 4200  # beyond a sliding window of 4,096 (Mistral's), 1,024 or 256
 
 
-def _diagnose_step(out, Q, K, V, t, hs, later=None, one_head=None):
+def _diagnose_step(out, Q, K, V, t, hs, later=None, one_head=None, small=None):
     """A hint for a wrong output at step t, from what it equals instead. `later()` gives
     the learner's output at step 2 (from a right cache), or None: at step 1, attending to
     key 0 only is both 'the past only' and is_causal's top-left mask; step 2 tells them
@@ -755,6 +839,9 @@ def _diagnose_step(out, Q, K, V, t, hs, later=None, one_head=None):
         return torch.softmax(q @ keys.transpose(2, 3) * scale, dim=-1) @ values
 
     same = lambda x: torch.allclose(out.double(), x, atol=1e-3)  # noqa: E731
+    zero = _zero_rows_hint(out, q, keys, values, hs ** -0.5, t)
+    if zero:    # before 'not itself': at the step of a zero key, both fit
+        return zero
     if t == 1 and same(values[:, :, :1]):
         at_2 = later() if later is not None and Q.shape[2] > 2 else None
         if at_2 is not None and torch.allclose(
@@ -779,10 +866,7 @@ def _diagnose_step(out, Q, K, V, t, hs, later=None, one_head=None):
         return ("the new token attends only to itself: attend over the cached keys and "
                 "values as well, all t + 1 of them.")
     full = attend(keys, values, hs ** -0.5)
-    windowed = ((w, attend(keys[:, :, -w:], values[:, :, -w:], hs ** -0.5))
-                for w in range(2, t + 1))          # the last w keys only: a sliding window
-    window = next((w for w, x in windowed if same(x) and (x - full).abs().max() > 1e-2),
-                  None)
+    window = _window(out, q, keys, values, hs ** -0.5, full)
     if window is not None:
         return (f"the new token attends over the last {window} positions only (a sliding "
                 f"window): attend over all t + 1 = {t + 1} keys, the cache plus the new "
@@ -807,6 +891,9 @@ def _diagnose_step(out, Q, K, V, t, hs, later=None, one_head=None):
     if same(attend(values, keys, hs ** -0.5)):
         return "keys and values are swapped: scores come from the keys, outputs from values."
     right = (out.double() - full).abs().amax(dim=(2, 3)) < 1e-3
+    clamped = _clamp_hint(out, q, keys, values, hs ** -0.5, right, small)
+    if clamped:
+        return clamped
     if right.any():  # (batch, heads): right for some sequences or heads only
         wrong = [tuple(int(i) for i in ij) for ij in torch.nonzero(~right)[:3]]
         return (f"some (sequence, head) pairs are right and others wrong, e.g. {wrong}: every "
@@ -820,6 +907,117 @@ def _diagnose_step(out, Q, K, V, t, hs, later=None, one_head=None):
                 "keys.transpose(2, 3), shapes (batch, heads, 1, t + 1).")
     return ("compute softmax(q K^T / sqrt(head size)) V over the keys of all t + 1 "
             "positions (the cache plus the new one), with max subtraction (torch.softmax).")
+
+
+def _window(out, q, keys, values, scale, full):
+    """The w (2 <= w <= t) for which the output is attention over the last w keys only (a
+    sliding window), the closest such match; None if none matches. Every window at once:
+    sums over the last w positions are reversed running sums (float64). Over thousands of
+    keys, windows a few keys apart give outputs within 1e-3 of each other: the closest one
+    is the learner's (within float32 rounding of it)."""
+    n = keys.shape[2]
+    if n < 3:
+        return None
+    scores = q @ keys.transpose(2, 3) * scale                           # (b, h, 1, n)
+    e = torch.exp(scores - scores.amax(-1, keepdim=True))
+    totals = e.flip(-1).cumsum(-1).transpose(2, 3)                      # (b, h, n, 1)
+    sums = (e.transpose(2, 3) * values).flip(2).cumsum(2)              # (b, h, n, hs)
+    windows = sums / totals                   # row w - 1: attention over the last w keys
+    off = (windows - out.double()).abs().amax(dim=(0, 1, 3))           # (n,)
+    far = (windows - full).abs().amax(dim=(0, 1, 3))
+    # A window's output far from the full one, or (over many keys, where windows differ
+    # little) one that the output matches to within float32 rounding, 1000 times closer.
+    fits = (off <= 1e-3) & ((far > 1e-2) | (off < far / 1000))
+    fits[0] = fits[-1] = False                                          # w = 1 or t + 1
+    if not fits.any():
+        return None
+    return int(torch.where(fits, off, torch.full_like(off, math.inf)).argmin()) + 1
+
+
+def _zero_rows_hint(out, q, keys, values, scale, t):
+    """For a cache with all-zero keys or values: the hint if the output is attention with
+    those positions masked out (taken for padding); otherwise ''."""
+    zero_keys = (keys == 0).all(-1)[:, :, None, :]                      # (b, h, 1, t + 1)
+    zero_values = (values == 0).all(-1)[:, :, None, :]
+    scores = q @ keys.transpose(2, 3) * scale
+    for what, mask in (("key", zero_keys), ("value", zero_values),
+                       ("key and value", zero_keys & zero_values),
+                       ("key or value", zero_keys | zero_values)):
+        if not mask.any() or mask.all(-1).any():
+            continue
+        masked = torch.softmax(scores.masked_fill(mask, -math.inf), dim=-1) @ values
+        if torch.allclose(out.double(), masked, atol=1e-3):
+            where = sorted({int(j) for j in mask.nonzero()[:, -1]})
+            return (f"the {what} at position(s) {where} of the cache (of {t + 1}) is all "
+                    "zeros, and your output is the attention with those positions left "
+                    "out: a zero key is a key like any other (its score q . 0 = 0 gets the "
+                    "weight exp(0 - max) / sum), and a zero value is averaged in like any "
+                    "other. Nothing in the cache is padding: attend over all t + 1 "
+                    "positions, with no mask.")
+    return ""
+
+
+BOUNDS = (5, 10, 15, 20, 25, 30, 40, 50, 60, 80, 88, 100)  # clamps a solution may use
+
+
+def _small_scores(fn, Q, K, V):
+    """right(t): whether the learner's step t, from a right cache, is right when q is scaled
+    down so that every score of step t is at most 4 in size; False if that fails."""
+    def right(t):
+        q = Q[:, :, t:t + 1].double()
+        size = (q @ K[:, :, :t + 1].double().transpose(2, 3)).abs().max().item()
+        Qs = Q.clone()
+        Qs[:, :, t:t + 1] = (q * (4 * math.sqrt(Q.shape[-1]) / max(size, 1e-9))).to(Q.dtype)
+        try:
+            out = _step(fn, Qs, K, V, t, K[:, :, :t], V[:, :, :t], "small scores")[0]
+        except CheckFailed:
+            return False
+        expected = _full_causal(Qs[:, :, :t + 1], K[:, :, :t + 1], V[:, :, :t + 1],
+                                start=t)[:, :, t:t + 1]
+        return (isinstance(out, torch.Tensor) and out.shape == expected.shape
+                and bool((out.double() - expected).abs().max() <= 1e-4))
+    return right
+
+
+def _clamp_hint(out, q, keys, values, scale, right, small=None):
+    """For an output right where every score is small and wrong where some are large: the
+    hint that the scores are clamped (naming the bounds that fit), or, where no clamp of
+    BOUNDS fits, that large scores are changed (if `small(t)` says the learner's step is
+    right with q scaled down to small scores); otherwise ''."""
+    scores = q @ keys.transpose(2, 3) * scale                           # (b, h, 1, t + 1)
+    size = scores.abs().amax(dim=(2, 3))                                # (b, h)
+    if right.all() or size.max() <= 5:
+        return ""
+    full = torch.softmax(scores, -1) @ values
+    # Several bounds may fit one step (two scores of -60 and -100 clamped to [-5, 5] or to
+    # [-30, 30] tie either way): all that fit are named.
+    fits = {}
+    for c in BOUNDS:
+        for kind, lo, hi, bound in (("both", -c, c, f"[-{c}, {c}]"),
+                                    ("max", None, c, f"at most {c}"),
+                                    ("min", -c, None, f"at least -{c}")):
+            capped = torch.softmax(scores.clamp(lo, hi), dim=-1) @ values
+            if (capped - full).abs().max() > 1e-2 and \
+                    torch.allclose(out.double(), capped, atol=1e-3):
+                fits.setdefault(kind, []).append(bound)
+    if fits:
+        bounds = fits.get("both") or fits.get("max") or fits["min"]
+        named = (bounds[0] if len(bounds) == 1 else
+                 f"a bound such as {bounds[0]} or {bounds[-1]} (both give your output "
+                 "here)")
+        return (f"your output is the attention with the scores clamped to {named}; they "
+                f"reach {size.max().item():.4g} in size here. A clamp changes every score "
+                "beyond it, and the weights with them. exp() needs no guard: subtract each "
+                "row's maximum before exp (torch.softmax does), which keeps every score as "
+                "it is.")
+    if ((~right).any() and right.any() and size[~right].min() > size[right].max()
+            and small is not None and small(keys.shape[2] - 1)):
+        return (f"your output is right for every (sequence, head) whose scores are small "
+                f"(at most {size[right].max().item():.3g} in size) and wrong for those "
+                f"with large ones ({size[~right].min().item():.3g} or more): large scores "
+                "are changed (clamped or capped, or exp() guarded). Subtract each row's "
+                "maximum before exp (torch.softmax does), and keep every score as it is.")
+    return ""
 
 
 @checker("attention_step")
@@ -838,6 +1036,8 @@ def check_attention_step(fn):
     _judge_first_call(fn, first)
     _check_step_gradient(fn)
     _check_step_gradient_without_q(fn)
+    _check_long_gradients(fn)
+    _check_half_gradients(fn)
     _check_fork(fn)
     # Last, so that a solution with another fault is told that one first: float64 inputs
     # are computed in float64 (within 1e-15 of the reference here; one computed in float32
@@ -1044,7 +1244,8 @@ def _run_steps(fn, sequences, case, tol, start=0):
                          "keys.to(dtype) and values.to(dtype), and cast the output back "
                          "to q.dtype.")
                 hint = _diagnose_step(out, Q, K, V, t, hs, later=_later(fn, Q, K, V),
-                                      one_head=None if owned else _one_head(fn, Q, K, V))
+                                      one_head=None if owned else _one_head(fn, Q, K, V),
+                                      small=_small_scores(fn, Q, K, V))
                 scores = (Q[:, :, t:t + 1].double() @ K[:, :, :t + 1].double()
                           .transpose(2, 3)) / math.sqrt(hs)                 # (b, h, 1, t+1)
                 limit = 11 if Q.dtype == torch.float16 else 88  # exp overflows beyond
@@ -1334,3 +1535,128 @@ def _check_step_gradient_without_q(fn):
                  f"position {t}.",
                  "a cache that stores detached keys or values cuts the gradient from later "
                  "steps to earlier positions: store k and v themselves.")
+
+
+def _decode_with_grad(fn, Q, K, V, start, case):
+    """Decode steps start..n-1 of (Q, K, V) (leaves that require grad; the prompt 0..start-1
+    already cached as slices of K and V), backward() through every output with seeded
+    weights, and return the weights (or fail with a message if no gradient flows)."""
+    weights = torch.randn(*Q[:, :, start:].shape,
+                          generator=torch.Generator().manual_seed(25))
+    past_k, past_v = K[:, :, :start], V[:, :, :start]
+    outputs = []
+    for t in range(start, Q.shape[2]):
+        out, past_k, past_v = _step(fn, Q, K, V, t, past_k, past_v, f"{case}, step t={t}")
+        outputs.append(out)
+    out = torch.cat(outputs, dim=2)
+    if not out.requires_grad:
+        half = Q.dtype in HALF
+        fail(f"no gradient flows through the output on {case}: it has requires_grad=False"
+             + (" (in float32 it has one)." if half else "."),
+             ("a path taken only for float16/bfloat16 inputs leaves autograd: q.float() "
+              "keeps the graph, q.detach().float() (or torch.no_grad(), .data) does not. "
+              "Mixed-precision training runs exactly these dtypes." if half else
+              "do not detach (no .detach(), .item(), .numpy() or torch.no_grad())."))
+    try:
+        (out.double() * weights).sum().backward()
+    except RuntimeError as error:
+        fail(f"backward() through your steps failed on {case}: "
+             f"{str(error).split('Hint:')[0].strip()}",
+             INPLACE_HINT + " In a step: e = e / e.sum(-1, keepdim=True), not e /= ...; "
+             "and extend the cache with torch.cat, not by writing into a buffer.")
+    return weights
+
+
+def _span(first, last):
+    return f"{first}" if first == last else f"{first}..{last}"
+
+
+def _check_long_gradients(fn):
+    """Gradients that reach far back: a prompt of 300 positions already cached, two steps,
+    and a prompt of 36, four steps (40 positions). A cache that detaches its positions
+    older than 32 (or 256) steps, truncated backpropagation, has right outputs and the
+    right gradient for the last positions, and none (or too little) for the early ones.
+    Few calls: every call compares the results of all earlier calls (_core's check that
+    later calls change nothing), so a long decode costs far more than its attention."""
+    g = torch.Generator().manual_seed(26)
+    for case, (Q, K, V), start in (
+            ("batch 1, 2 heads, head size 4, a prompt of 300 positions already cached (the "
+             "keys and values require grad), steps 300..301, backward() through both "
+             "outputs", torch.randn(3, 1, 2, 302, 4, generator=g), 300),
+            ("batch 1, 2 heads, head size 4, a prompt of 36 positions already cached (the "
+             "keys and values require grad), steps 36..39, backward() through every output",
+             torch.randn(3, 1, 2, 40, 4, generator=g), 36)):
+        Q, K, V = (x.requires_grad_() for x in (Q, K, V))
+        weights = _decode_with_grad(fn, Q, K, V, start, case)
+        refs = [x.detach().clone().requires_grad_() for x in (Q, K, V)]
+        (_full_causal(*refs, start=start)[:, :, start:] * weights).sum().backward()
+        for name, x, ref in (("queries", Q, refs[0]), ("keys", K, refs[1]),
+                             ("values", V, refs[2])):
+            got = x.grad if name != "queries" or x.grad is None else x.grad[:, :, start:]
+            want = ref.grad if name != "queries" else ref.grad[:, :, start:]
+            if got is not None and torch.isfinite(got).all() and \
+                    torch.allclose(got, want.float(), atol=1e-5, rtol=1e-4):
+                continue
+            if got is None or not torch.isfinite(got).all():
+                fail(f"the gradient with respect to the {name} is missing or not finite "
+                     f"on {case}.",
+                     "the cache must keep the keys and values as given (no .detach()), and "
+                     "the attention must be computed with autograd on.")
+            wrong = (got.double() - want).abs().amax(dim=(0, 1, 3)) > 1e-4      # (n,)
+            none = (got == 0).all(-1).all(0).all(0) & (want != 0).any(-1).any(0).any(0)
+            last = int(wrong.nonzero().max())
+            if name != "queries" and wrong[:last + 1].all() and last + 1 < len(wrong):
+                cut = int(none.long().cumprod(0).sum())     # positions 0..cut - 1 get none
+                got_there = (f"{_span(0, cut - 1)} get none (0)" if cut else "")
+                if cut <= last:
+                    got_there += (", positions " if cut else "") + (
+                        f"{_span(cut, last)} get too little (the later steps' share is "
+                        "missing)")
+                fail(f"the gradient with respect to the {name} is cut on {case}: positions "
+                     f"{got_there}, while positions {_span(last + 1, x.shape[2] - 1)} get "
+                     "the right one; the last steps see every "
+                     "position, and their outputs depend on all of them.",
+                     "keep the whole cache in the graph: no .detach() of older positions "
+                     "(truncated backpropagation through the cache) and no window. Store "
+                     "k and v themselves; where to cut the gradient is the caller's "
+                     "decision.")
+            first = int(wrong.nonzero().min()) + (start if name == "queries" else 0)
+            fail(f"the gradient with respect to the {name} is wrong on {case}, first at "
+                 f"position {first}.",
+                 "a cache that stores detached keys or values cuts the gradient from later "
+                 "steps to earlier positions: store k and v themselves.")
+
+
+def _check_half_gradients(fn):
+    """backward() in float16 and bfloat16: a prompt of 4 positions cached, steps 4..5. The
+    gradients must flow (a .detach() taken only for half inputs fails here) and be near the
+    float64 reference's. Computed in the half dtype itself, they are within 0.011 x (1 + the
+    largest gradient) of it for 300 seeds (bfloat16; float16 0.002); in float32, within
+    0.005. The tolerance is 0.1 x (1 + the largest gradient)."""
+    for dtype in HALF:
+        name = str(dtype).replace("torch.", "")
+        g = torch.Generator().manual_seed(27)
+        Q, K, V = (torch.randn(3, 1, 2, 6, 4, generator=g)
+                   * torch.tensor([2.0, 1, 1])[:, None, None, None, None]).to(dtype)
+        Q, K, V = (x.requires_grad_() for x in (Q, K, V))
+        case = (f"{name}, batch 1, 2 heads, head size 4, a prompt of 4 positions already "
+                "cached, steps 4..5, backward() through every output")
+        weights = _decode_with_grad(fn, Q, K, V, 4, case)
+        refs = [x.detach().double().requires_grad_() for x in (Q, K, V)]
+        (_full_causal(*refs, start=4)[:, :, 4:] * weights).sum().backward()
+        for what, x, ref in (("queries", Q, refs[0]), ("keys", K, refs[1]),
+                             ("values", V, refs[2])):
+            if x.grad is None or not torch.isfinite(x.grad).all():
+                fail(f"the gradient with respect to the {what} is missing or not finite on "
+                     f"{case} (in float32 it is right).",
+                     "a path taken only for float16/bfloat16 inputs leaves autograd: "
+                     "q.float() keeps the graph, q.detach().float() (or torch.no_grad(), "
+                     ".data) does not; compute with autograd on in every dtype.")
+            size = (x.grad.double() - ref.grad).abs().max().item()
+            if size > 0.1 * (1 + ref.grad.abs().max().item()):
+                fail(f"the gradient with respect to the {what} is wrong on {case}: it is "
+                     f"{size:.3g} from the float64 reference (largest gradient "
+                     f"{ref.grad.abs().max().item():.3g}), while in float32 it is right.",
+                     "a path taken only for float16/bfloat16 inputs computes something "
+                     "outside autograd (a detached copy, .data, torch.no_grad()): cast "
+                     "with q.float(), keys.float(), values.float(), which keep the graph.")
