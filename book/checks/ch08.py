@@ -65,7 +65,8 @@ are seeded first, so the verdict is the same on every run) and tests, on the poo
     whose left (right) neighbour is chosen too
     (about 5,300 each), and whose neighbour in
     the same column of the row above (below)
-    is (about 5,100 each) = 0.8                 6 SE           4 x 2.3e-9 (exact binomial)
+    is (about 5,100 each) = 0.8                 6 SE           2 x 2.3e-9 + 2 x 2.5e-9
+                                                               (exact binomial)
   a batch of special tokens only (nothing to
     choose): inputs = tokens, labels -100, and
     neither is tokens itself or a view of it   exact          0
@@ -763,7 +764,8 @@ def _check_decisions_apart_from_neighbours(labelled, to_mask, rows_per_call):
     decision read off the left neighbour's choosing uniform (u.roll(1)), off the next
     position's (overlapping slices of one draw, r[:-1] and r[1:]), or off the row above's
     (u.roll(1, 0)) makes one of the shares 100% (about 40 standard errors). Failing needs
-    6 standard errors: exact binomial tails 4 x 2.3e-9."""
+    6 standard errors: exact binomial tails 2 x 2.3e-9 (in a row) + 2 x 2.5e-9 (in a
+    column)."""
     for side, both, at in _neighbour_pairs(labelled, rows_per_call):
         n = int(both.sum())
         if n < 500:
