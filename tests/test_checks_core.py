@@ -322,3 +322,17 @@ def test_a_sparse_result_gets_a_message():
     rejects(check, lambda x: x.to_sparse(), "is a sparse_coo tensor on the identity",
             "no .to_sparse()")
     accepts(check, lambda x: x * 1)
+
+
+def test_close_values_are_shown_with_enough_digits_to_differ():
+    # round 11: "expected -1.591, got -1.591" for an eps of 1e-3 instead of 1e-5
+    from book.checks._core import _shown, expect_close
+
+    assert _shown(-1.5914, -1.5912) == ("-1.5914", "-1.5912")
+    assert _shown(0.25, 0.75) == ("0.25", "0.75")
+
+    @checker("digits")
+    def check(fn):
+        expect_close(fn(torch.tensor([-1.5914])), torch.tensor([-1.5914]), atol=1e-5, rtol=0)
+
+    rejects(check, lambda x: x + 0.0002, "expected -1.5914, got -1.5912")

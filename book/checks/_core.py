@@ -470,6 +470,16 @@ def worst(value, expected):
     return where, b[where].item(), a[where].item(), diff[where].item()
 
 
+def _shown(want, got):
+    """`want` and `got` with the fewest significant digits (4 to 12) that tell them apart:
+    never "expected -1.591, got -1.591"."""
+    for digits in range(4, 13):
+        a, b = f"{want:.{digits}g}", f"{got:.{digits}g}"
+        if a != b:
+            return a, b
+    return f"{want:.12g}", f"{got:.12g}"
+
+
 def is_close(value, expected, atol=1e-5, rtol=1e-4):
     """Elementwise closeness computed in float64 (any dtypes); NaN only matches NaN."""
     a = value.detach().to("cpu", torch.float64)
@@ -512,8 +522,9 @@ def expect_close(value, expected, what="the output", case="", atol=1e-5, rtol=1e
     expect_tensor(value, expected.shape, what=what, case=case)
     if not is_close(value, expected, atol, rtol):
         where, want, got, diff = worst(value, expected)
-        fail(f"{what} is wrong{_on(case)}: at index {where} expected {want:.4g}, "
-             f"got {got:.4g} (largest difference {diff:.3g}).", hint)
+        want, got = _shown(want, got)
+        fail(f"{what} is wrong{_on(case)}: at index {where} expected {want}, "
+             f"got {got} (largest difference {diff:.3g}).", hint)
     expect_float64_accuracy(value, expected, what, case)
     return value
 
@@ -601,10 +612,11 @@ def expect_gradients(fn, reference, inputs, *, name, case, extra=(), params=(),
                  "avoid creating it at all.")
         if not is_close(grad, ref.broadcast_to(grad.shape), atol, rtol):
             where, want, got, diff = worst(grad, ref.broadcast_to(grad.shape))
+            want, got = _shown(want, got)
             about = describe(label, where) if describe else ""
             about = f" ({about})" if about else ""
             fail(f"the gradient with respect to {label} is wrong on {case}: at index "
-                 f"{where}{about} expected {want:.4g}, got {got:.4g} (largest difference "
+                 f"{where}{about} expected {want}, got {got} (largest difference "
                  f"{diff:.3g}). The forward values are right, so part of the computation is "
                  "hidden from autograd or computed differently in the backward.",
                  wrong_hint or DETACHED_HINT)
