@@ -23,9 +23,6 @@ RIGHT_AFTER_ALL = {
     ("round1_ch04", "-inf mask + nan_to_num"):
         "masked_fill's backward zeroes the masked entries, so the values and the gradients "
         "equal the reference's, even for a fully masked row",
-    ("round1_ch06", "sinusoid + zero-initialised learned table"):
-        "a trainable table initialised with the sinusoid, written as a sum: every position "
-        "has its own trainable vector",
 }
 
 

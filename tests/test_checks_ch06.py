@@ -181,6 +181,9 @@ R1_EXPECTED = {
     "one scalar per position": "one trainable number per position",
     "one vector shared by all positions": "not position-dependent",
     "detached table in forward": "no gradient reaches your encoding's parameters",
+    # ruled right in round 1; since round 11 (B's W07, the same design) forward must add the
+    # table itself, as exercise 6.1 says: the fixed sinusoid plus a table is not that
+    "sinusoid + zero-initialised learned table": "forward(X) - X is not your table",
     "fresh random vectors at every call": "two different outputs for the same X",
     "std 0.02 init (BERT's)": "standard deviation 0.021",
     "torch.rand init (must at least be stable)": "standard deviation 0.291",
@@ -226,24 +229,11 @@ def test_rejects_round1(cls, fragment):
     rejects(checks.check_learned_positional_encoding, cls, fragment)
 
 
-# Round 1's "sinusoid + zero-initialised learned table" (ruled right in round 1, in
-# tests/checkers_support.RIGHT_AFTER_ALL) adds the fixed sinusoid plus a table: since round 11
-# (B's W07, the same design) forward must add the table itself, as the exercise says.
-SINUSOID_PLUS_TABLE = "sinusoid + zero-initialised learned table"
-
-
-@pytest.mark.parametrize("cls, fragment", [
-    p for p in redteam("round1_ch06", "check_learned_positional_encoding", "RIGHT_BUT_UNUSUAL")
-    if p.id != SINUSOID_PLUS_TABLE])
+@pytest.mark.parametrize("cls, fragment", redteam("round1_ch06",
+                                                  "check_learned_positional_encoding",
+                                                  "RIGHT_BUT_UNUSUAL"))
 def test_accepts_round1_right_encodings_without_training(cls, fragment):
     accepts(checks.check_learned_positional_encoding, cls, False)
-
-
-def test_round1_sinusoid_plus_table_is_rejected_since_round11():
-    [cls] = [p.values[0] for p in redteam("round1_ch06", "check_learned_positional_encoding",
-                                          "RIGHT_BUT_UNUSUAL") if p.id == SINUSOID_PLUS_TABLE]
-    rejects(checks.check_learned_positional_encoding, cls, "forward(X) - X is not your table",
-            "holds 0", "copy it into the table in __init__", args=(False,))
 
 
 def test_rejects_a_scaled_table_since_round11():

@@ -293,7 +293,9 @@ class W_24_max_len_ignored_64(nn.Module):
         return self.dropout(X + self.P[:, :X.shape[1], :])
 
 
-class O_25_cumsum_reparametrisation(C_01_parameter_table):
+# Round 11: forward adds a cumulative sum of the parameters, not the table itself (exercise 6.1
+# says forward adds the vectors p_i themselves); right before, wrong since.
+class W_25_cumsum_reparametrisation(C_01_parameter_table):
     """P_i = sum of learned increments up to i: still one free vector per position."""
     def __init__(self, num_hiddens, dropout, max_len=1000):
         super().__init__(num_hiddens, dropout, max_len)

@@ -119,7 +119,9 @@ def W_10_positions_into_batch(X, num_heads):
     return X.reshape(b * num_heads, n, d // num_heads)
 
 
-def O_11_times_one_copy(X, num_heads):
+# Round 11: an int64 X comes back float32 (the check now has int64 cases: these functions
+# only move entries, so the dtype is kept); right before, wrong since.
+def W_11_times_one_copy(X, num_heads):
     # "pre-scales" the queries by 1/sqrt(p) in place... and mutates the caller's X
     p = X.shape[-1] // num_heads
     return C_01_reference(X, num_heads) * 1.0

@@ -411,7 +411,9 @@ class W_23_params_share_storage(nn.Module):
         return self.dropout(X + self.P[:, : X.shape[1]])
 
 
-class O_24_learned_plus_sinusoid(nn.Module):
+# Round 11: the fixed sinusoid plus a table (round 11 B's W07, the same design): forward must
+# add the table itself (exercise 6.1); right before, wrong since.
+class W_24_learned_plus_sinusoid(nn.Module):
     def __init__(self, num_hiddens, dropout, max_len=1000):
         super().__init__()
         from book.attention import PositionalEncoding
