@@ -664,8 +664,8 @@ def test_check_pre_norm_block_round11_prints_digits_that_differ():
     values with digits that tell them apart, and says the difference is small."""
     from book.checks import ch07
 
-    assert ch07._digits(-1.59137, -1.59118) == ("-1.5914", "-1.5912")
-    assert ch07._digits(2.5, 3.25) == ("2.5", "3.25")
+    assert ch07._shown(-1.59137, -1.59118) == ("-1.5914", "-1.5912")
+    assert ch07._shown(2.5, 3.25) == ("2.5", "3.25")
 
     class Nudged(TransformerEncoderBlock):
         def forward(self, X, valid_lens):

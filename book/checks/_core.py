@@ -416,6 +416,20 @@ def _on(case):
     return f" on {case}" if case else ""
 
 
+def expect_new_tensor(out, inputs, case, hint):
+    """Fail if `out` shares memory with one of `inputs`, [(label, name, tensor)]: a view of an
+    input (x.expand(...), x[...] or x itself) lets a caller's out.mul_(2) change that input.
+    Opt-in per checker: some exercises (transpose_output) may return a view."""
+    __tracebackhide__ = True
+    where = _storage_ptr(out)
+    for label, name, tensor in inputs:
+        if where is not None and where == _storage_ptr(tensor):
+            fail(f"the output shares memory with {label} on {case}: it is a view of {name} "
+                 f"({name}.expand(...), {name}[...] or {name} itself), not a new tensor, so a "
+                 f"caller that changes the output in place (out.mul_(2)) changes its {name} "
+                 "too.", hint)
+
+
 def expect_tensor(value, shape=None, dtype=None, what="the output", case="", hint=None,
                   nan_hint=None, device="cpu"):
     """`value` must be a NaN-free tensor of the given shape and dtype, on `device` (the

@@ -6,9 +6,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from ..cost import peak_memory
-from ._core import call, checker, expect_close, expect_gradients, expect_tensor, fail, \
-    is_close, view_hint
+from ._core import call, checker, expect_close, expect_gradients, expect_new_tensor, \
+    expect_tensor, fail, is_close, view_hint
 
+NEW_TENSOR_HINT = ("return a new tensor, as torch's functions do: with one key every weight is "
+                   "1, and softmax(...) @ V computes that output too (a shortcut needs .clone()).")
 HINT = ("each chunk of queries gives softmax(Q_chunk K^T / sqrt(d)) V, with d = Q.shape[-1], "
         "the softmax over the keys (the last axis); concatenate the chunks along the queries.")
 
@@ -143,23 +145,6 @@ def _diagnose(fn, out, ref, Q, K, V, chunk, case, tol):
     if Q.shape[0] > 1 and bool((out == out[:1]).all()) and not bool((ref == ref[:1]).all()):
         fail(f"the output is wrong on {case}: every example of the batch gets the output of "
              "example 0.", "keep the batch axis: Q[:, i:i + chunk_size], not Q[0].")
-
-
-def _expect_new_tensor(out, inputs, case):
-    """Fail if the output shares memory with an input (added after red-team round 10: with
-    one key the output is V's row for every query, and V.expand(...) returns V's own memory,
-    so the caller's out.mul_(2) changes V)."""
-    __tracebackhide__ = True
-    where = _storage(out)
-    for name, t in zip("QKV", inputs):
-        if where and where == _storage(t):
-            fail(f"the output shares memory with the argument {name} on {case}: it is a view "
-                 f"of {name} ({name}.expand(...), {name}[...] or {name} itself), not a new "
-                 f"tensor, so a caller that changes the output in place (out.mul_(2)) "
-                 f"changes its {name} too.",
-                 "return a new tensor, as torch's functions do: with one key every weight is "
-                 "1, and softmax(...) @ V computes that output too (a shortcut needs "
-                 ".clone()).")
 
 
 def _spied(fn, Q, K, V, chunk):
@@ -483,7 +468,8 @@ def check_chunked_attention(fn):
         for name, before, after in zip("QKV", (Q, K, V), given):
             if not torch.equal(before, after):
                 fail(f"chunked_attention changed its argument {name} in place on {case}.")
-        _expect_new_tensor(out, given, case)
+        expect_new_tensor(out, [(f"the argument {n}", n, t) for n, t in zip("QKV", given)],
+                          case, NEW_TENSOR_HINT)
         if is_close(out, _attention(Q, K, V, scale=False), atol=1e-5, rtol=1e-4) and not \
                 is_close(_attention(Q, K, V), _attention(Q, K, V, scale=False)):  # one key
             if math.isqrt(d) == 1 < d and _isqrt_on_probe(fn):

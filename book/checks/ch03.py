@@ -6,7 +6,7 @@ import torch
 
 from .. import attention as _attention
 from ._core import (call, checker, expect_close, expect_float64_accuracy, expect_gradients,
-                    expect_tensor, fail, forbidden, is_close, view_hint)
+                    expect_new_tensor, expect_tensor, fail, forbidden, is_close, view_hint)
 
 # Exercise 3.1: "Write masked_softmax(X, valid_lens) without looking at book.attention".
 _BOOK_MASKED_SOFTMAX = [(_attention, "masked_softmax")]
@@ -926,30 +926,6 @@ def _stale_qkv(out, tensors, valid_lens, earlier, atol, case):
                      "a global).", _EARLIER_QKV_HINT)
 
 
-def _storage(t):
-    try:
-        return t.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):  # a tensor without storage
-        return None
-
-
-def _expect_new_tensor(out, inputs, case):
-    """Fail if the output shares memory with the queries, keys or values (added after
-    red-team round 10: with one key the output is the values' row for every query, and
-    values.expand(...) returns the values' own memory, so out.mul_(2) changes them)."""
-    __tracebackhide__ = True
-    where = _storage(out)
-    for name, t in zip(("queries", "keys", "values"), inputs):
-        if where and where == _storage(t):
-            fail(f"the output shares memory with `{name}` on {case}: it is a view of "
-                 f"{name} ({name}.expand(...), {name}[...] or {name} itself), not a new "
-                 f"tensor, so a caller that changes the output in place (out.mul_(2)) "
-                 f"changes its {name} too.",
-                 "return a new tensor, as torch's functions do: with one key every weight is "
-                 "1 (or 0), and torch.bmm(weights, values) computes that output too (a "
-                 "shortcut needs .clone()).")
-
-
 def _stale_scale(out, q, k, v, valid_lens, earlier, atol, case):
     """Fail if the scores are divided by sqrt(d) of an earlier call's d (added after red-team
     round 10: a scale computed at the first call and kept, which d ** 1/2 was blamed for
@@ -1195,7 +1171,11 @@ def check_scaled_dot_product_attention(fn):
         for name, before, after in zip(("queries", "keys", "values"), (q, k, v), given):
             if not torch.equal(before, after):
                 fail(f"scaled_dot_product_attention changed `{name}` in place on {case}.")
-        _expect_new_tensor(out, given, case)
+        expect_new_tensor(out, [(f"`{n}`", n, t) for n, t in
+                                zip(("queries", "keys", "values"), given)], case,
+                          "return a new tensor, as torch's functions do: with one key every "
+                          "weight is 1 (or 0), and torch.bmm(weights, values) computes that "
+                          "output too (a shortcut needs .clone()).")
         expect_tensor(out, dtype=q.dtype, what="the output", case=case)
         ref = _attend(q, k, v, valid_lens)
         if is_close(out, ref, atol=atol, rtol=1e-3):

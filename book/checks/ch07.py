@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from ..transformer import TransformerEncoderBlock
-from ._core import CheckFailed, call, checker, cotangents, expect_close, expect_gradients, \
-    expect_tensor, fail, is_close, seeded, view_hint, worst
+from ._core import CheckFailed, _shown, call, checker, cotangents, expect_close, \
+    expect_gradients, expect_tensor, fail, is_close, seeded, view_hint, worst
 
 
 def _reference_mask(num_steps):
@@ -588,7 +588,7 @@ def _diagnose_eps(ref, X, valid_lens, out, expected, case, tol):
         if is_close(out, other, atol=tol, rtol=tol) and \
                 not is_close(other, expected, atol=tol, rtol=tol):
             where, want, got, diff = worst(out, expected)
-            shown_want, shown_got = _digits(want, got)
+            shown_want, shown_got = _shown(want, got)
             fail(f"on {case}, your block's output is off by a little: at index {where} "
                  f"expected {shown_want}, got {shown_got} (largest difference {diff:.3g}). "
                  "It is what the right formula gives with LayerNorms whose eps is "
@@ -600,22 +600,12 @@ def _diagnose_eps(ref, X, valid_lens, out, expected, case, tol):
                  "ln.eps); do not write a constant of your own.")
 
 
-def _digits(want, got):
-    """The two numbers printed with the fewest significant digits (4 to 12) that tell them
-    apart: 'expected -1.591, got -1.591' says nothing."""
-    for digits in range(4, 13):
-        a, b = f"{want:.{digits}g}", f"{got:.{digits}g}"
-        if a != b:
-            return a, b
-    return f"{want:.12g}", f"{got:.12g}"
-
-
 def _expect_output(out, expected, case, atol, hint):
     """expect_close on the block's output, printing as many digits as tell the expected and
     the seen value apart, and saying so when the difference is small against the output."""
     if not is_close(out, expected, atol=atol, rtol=1e-4):
         where, want, got, diff = worst(out, expected)
-        shown_want, shown_got = _digits(want, got)
+        shown_want, shown_got = _shown(want, got)
         scale = expected.detach().abs().max().item()
         small = diff < 1e-3 * max(scale, 1.0)
         fail(f"the block's output is wrong on {case}: at index {where} expected "
