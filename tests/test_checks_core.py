@@ -336,3 +336,65 @@ def test_close_values_are_shown_with_enough_digits_to_differ():
         expect_close(fn(torch.tensor([-1.5914])), torch.tensor([-1.5914]), atol=1e-5, rtol=0)
 
     rejects(check, lambda x: x + 0.0002, "expected -1.5914, got -1.5912")
+
+
+# -- The condition matrix (expect_conditions) ---------------------------------------------
+
+def _matrix_softmax_check(fn):
+    from book.checks._core import STANDARD, expect_conditions, scaled
+    g = torch.Generator().manual_seed(3)
+    cases = [("a (2, 3, 5) batch", (torch.randn(2, 3, 5, generator=g),)),
+             ("one key per row", (torch.randn(3, 1, generator=g),))]
+    conditions = STANDARD + tuple(scaled(1e5, (0,), "scores times 1e5", "shift by the max"))
+
+    @checker("matrix softmax")
+    def check(f):
+        expect_conditions(f, lambda s: torch.softmax(s, -1), cases, name="softmax",
+                          differentiable=(0,), conditions=conditions)
+    return check(fn)
+
+
+def _softmax_right(X):
+    e = (X - X.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+_CACHE = {}
+
+
+def _softmax_cached(X):
+    if X.shape not in _CACHE:
+        _CACHE[X.shape] = _softmax_right(X)
+    return _CACHE[X.shape]
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (lambda X: _softmax_right(X.detach() if X.dtype == torch.float16 else X),
+     "no gradient can flow back through softmax on a (2, 3, 5) batch, float16 arguments"),
+    (lambda X: _softmax_right(X.float()).to(X.dtype), "from the float64 reference on a "
+     "(2, 3, 5) batch, float64 arguments"),
+    (lambda X: X.exp() / X.exp().sum(-1, keepdim=True),
+     "contains NaN on a (2, 3, 5) batch, scores times 1e5, float32"),
+    (lambda X: _softmax_right(X.view(-1, X.shape[-1])).view(X.shape) if X.is_contiguous()
+     else _softmax_right(X.reshape(X.shape[0], -1)).reshape(X.shape),
+     "every argument non-contiguous (the same values)"),
+    (_softmax_cached, "a second call, with other values of the same shapes: at index"),
+    (lambda X: torch.ones_like(X) if X.shape[-1] == 1 else _softmax_right(X),
+     "no gradient can flow back through softmax on one key per row, as given"),
+    (lambda X: _softmax_right(X[:1]).expand_as(X) if X.stride(0) == 0 else _softmax_right(X),
+     None),  # right: an expanded input has equal entries along the first axis
+])
+def test_the_condition_matrix_rejects_faults_that_show_under_one_condition(fn, fragment):
+    _CACHE.clear()
+    if fragment is None:
+        assert str(_matrix_softmax_check(fn)) == "matrix softmax: all checks passed."
+        return
+    with pytest.raises(checks.CheckFailed) as failure:
+        _matrix_softmax_check(fn)
+    assert fragment in str(failure.value), str(failure.value)
+
+
+def test_the_condition_matrix_accepts_a_right_softmax_and_restores_random_state():
+    state = torch.get_rng_state()
+    assert str(_matrix_softmax_check(_softmax_right)) == "matrix softmax: all checks passed."
+    assert torch.equal(torch.get_rng_state(), state)

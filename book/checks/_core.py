@@ -689,3 +689,233 @@ def _expect_half_gradients(fn, inputs, extra, pick, outputs, name, case, reached
                       "values). Mixed-precision training runs exactly these dtypes: keep "
                       "every step in PyTorch operations on the inputs."))
         return
+
+
+# -- The condition matrix (issue 12, after red-team round 11) --------------------------------
+# Rounds 6 to 11 kept finding the same input conditions missing, one checker at a time: one
+# key, a non-contiguous or expanded argument, float64 kept exact, float16/bfloat16 forward
+# and backward, a second call with other values of the same shapes, scores far beyond
+# float16's range. `expect_conditions` runs a checker's own small cases under every such
+# condition against the checker's reference, values and gradients, so that no checker can
+# miss one again.
+
+class Condition:
+    """How one case is varied: `dtype` casts the floating tensor arguments (None keeps
+    them), `change(args)` then maps the arguments to new ones with autograd-friendly
+    operations (or returns None where it does not apply), and `hint` says what to fix."""
+
+    def __init__(self, label, dtype=None, change=None, hint=None):
+        self.label, self.dtype, self.change, self.hint = label, dtype, change, hint
+
+
+def _map_tensors(args, function, which=None):
+    """args with function(tensor) applied to each tensor argument (at positions `which`)."""
+    return tuple(function(a) if isinstance(a, torch.Tensor) and (which is None or i in which)
+                 else a for i, a in enumerate(args))
+
+
+def _strided(t):
+    """The same values, not contiguous in memory (every other element of a wider tensor)."""
+    return torch.stack([t, t], dim=-1)[..., 0] if t.numel() > 1 else t
+
+
+def _expanded(t):
+    """Entry 0 of the first axis, repeated along it with stride 0 (x[:1].expand_as(x))."""
+    return t[:1].expand_as(t) if t.dim() and t.shape[0] > 1 else t
+
+
+def _other_values(t):
+    """Other values of the same shape and dtype (the elements moved by one place)."""
+    return t.flatten().roll(1).reshape(t.shape) if t.numel() > 1 else t
+
+
+PLAIN = Condition("as given")
+NONCONTIGUOUS = Condition(
+    "every argument non-contiguous (the same values)", change=lambda a: _map_tensors(a, _strided),
+    hint="a tensor that is not contiguous in memory (a slice or a transpose of another) must "
+         "give the same result: use .reshape() (not .view()), index by shape and never by "
+         "memory layout (no .storage(), .data_ptr() or as_strided).")
+EXPANDED = Condition(
+    "every argument expanded along its first axis (x[:1].expand_as(x), stride 0)",
+    change=lambda a: _map_tensors(a, _expanded),
+    hint="an expanded tensor shares one memory location between its entries: do not write "
+         "into an argument (in place), and do not rely on its strides.")
+FLOAT64 = Condition("float64 arguments", torch.float64, hint=FLOAT64_HINT)
+FLOAT16 = Condition(
+    "float16 arguments", torch.float16,
+    hint="float16 holds numbers up to 65504 with about 3 significant digits: subtract a "
+         "maximum before exp(), or compute in float32 (x.float()) and cast the result back "
+         "to the input's dtype. Keep every step differentiable in this dtype too.")
+BFLOAT16 = Condition(
+    "bfloat16 arguments", torch.bfloat16,
+    hint="bfloat16 has float32's range but only about 2 significant digits: compute in "
+         "float32 (x.float()) and cast the result back to the input's dtype, and do not go "
+         "through float16 (which overflows at 65504). Keep every step differentiable.")
+REPEAT = Condition(
+    "a second call, with other values of the same shapes",
+    change=lambda a: _map_tensors(a, _other_values),
+    hint="compute everything from this call's arguments: nothing may be kept between calls "
+         "(a result, a buffer or a table keyed on the shapes, the first call's dtype or "
+         "values).")
+STANDARD = (PLAIN, REPEAT, NONCONTIGUOUS, EXPANDED, FLOAT64, FLOAT16, BFLOAT16)
+
+
+INTEGER = Condition(
+    "int64 arguments", torch.int64,
+    hint="moving data around needs no floating point: use reshape, permute and indexing "
+         "only (no matmul, no float constants), so that an integer tensor works too and "
+         "keeps its dtype.")  # opt-in: for pure data movement (reshapes, transposes, patches)
+
+
+def scaled(factor, which, label, hint, dtypes=(torch.float32, torch.float64)):
+    """The floating arguments at positions `which` times `factor`, in each of `dtypes`."""
+    return [Condition(f"{label}, {str(dtype)[6:]}", dtype,
+                      change=lambda a: _map_tensors(a, lambda t: t * factor, which), hint=hint)
+            for dtype in dtypes]
+
+
+def shifted(shift, which, label, hint, dtypes=(torch.float32, torch.float64)):
+    """The floating arguments at positions `which` plus `shift`, in each of `dtypes`."""
+    return [Condition(f"{label}, {str(dtype)[6:]}", dtype,
+                      change=lambda a: _map_tensors(a, lambda t: t + shift, which), hint=hint)
+            for dtype in dtypes]
+
+
+def _cast(args, dtype, grad):
+    """Floating tensors cast to `dtype` (int64: rounded), as new leaves; `grad` positions
+    require grad. Returns (args, leaves)."""
+    out, leaves = [], []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor) and a.is_floating_point():
+            if dtype is not None and not dtype.is_floating_point:
+                a = (a * 10).round().to(dtype)
+            else:
+                a = a.detach().to(dtype or a.dtype).clone()
+                if i in grad:
+                    a.requires_grad_(True)
+                    leaves.append((i, a))
+        out.append(a)
+    return tuple(out), leaves
+
+
+def _half_tol(dtype, expected):
+    eps = torch.finfo(dtype).eps
+    scale = max(1.0, float(expected.detach().abs().nan_to_num(0, 0, 0).max())
+                if expected.numel() else 1.0)
+    return dict(atol=32 * eps * scale, rtol=32 * eps)
+
+
+def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditions=STANDARD,
+                      atol=1e-5, rtol=1e-4, outputs=None, new_tensor=False, hint=None):
+    """Run `fn` on every case under every condition and compare with `reference`.
+
+    cases: [(words, args)], args a tuple of positional arguments (tensors and others);
+    reference(*args) gets the floating tensors in float64 (rounded to the condition's dtype
+    first) and returns the expected result; differentiable: positions of the arguments whose
+    gradients are compared (a seeded loss, reference in float64); outputs picks the tensors
+    of a result (default: the tensor, or each tensor of a tuple); new_tensor: each output
+    must not share memory with an argument.
+    """
+    __tracebackhide__ = True
+    pick = outputs or _as_list
+    for words, base in cases:
+        for condition in conditions:
+            dtype = condition.dtype
+            if dtype is not None and not any(isinstance(a, torch.Tensor)
+                                             and a.is_floating_point() for a in base):
+                continue
+            args, leaves = _cast(base, dtype, differentiable)
+            exact = torch.float64 if dtype is None or dtype.is_floating_point else dtype
+            ref_args, ref_leaves = _cast(args, exact, differentiable)
+            if condition.change is not None:
+                args, ref_args = condition.change(args), condition.change(ref_args)
+                if args is None:
+                    continue
+            case = f"{words}, {condition.label}"
+            result = call(fn, *args, name=name, case=case, hint_on_error=lambda error: (
+                INPLACE_ARGUMENT_HINT if "in-place" in str(error) else condition.hint))
+            got = pick(result) if isinstance(result, (tuple, list)) or outputs else [result]
+            want = pick(reference(*ref_args))
+            if len(got) != len(want):
+                fail(f"{name} returned {len(got)} tensor(s) on {case}; expected {len(want)}.")
+            for out, ref in zip(got, want):
+                _expect_condition_output(out, ref, args, name, case, condition, atol, rtol,
+                                         hint, new_tensor)
+            if leaves and (dtype is None or dtype.is_floating_point):
+                _expect_condition_gradients(got, want, leaves, ref_leaves, name, case,
+                                            condition, atol, rtol, hint)
+
+
+def _expect_condition_output(out, ref, args, name, case, condition, atol, rtol, hint,
+                             new_tensor):
+    __tracebackhide__ = True
+    what = f"the output of {name}"
+    floating = ref.is_floating_point()
+    dtype = next((a.dtype for a in args if isinstance(a, torch.Tensor)
+                  and (a.is_floating_point() or condition.dtype == torch.int64)), None)
+    expect_tensor(out, ref.shape, dtype=(dtype if floating or condition.dtype == torch.int64
+                                         else ref.dtype), what=what, case=case,
+                  hint=condition.hint, nan_hint=condition.hint)
+    if new_tensor:
+        expect_new_tensor(out, [(f"argument {i + 1}", "its argument", a)
+                                for i, a in enumerate(args) if isinstance(a, torch.Tensor)],
+                          case, hint)
+    if not floating or not out.is_floating_point():
+        if not _same(out.detach().to(ref.dtype), ref):
+            where, want, got, _ = worst(out, ref)
+            fail(f"{what} is wrong on {case}: at index {where} expected {want:g}, got {got:g}.",
+                 condition.hint or hint)
+        return
+    tol = (_half_tol(out.dtype, ref) if out.dtype in (torch.float16, torch.bfloat16)
+           else dict(atol=atol, rtol=rtol))
+    expect_close(out, ref, what=what, case=case, hint=condition.hint or hint, **tol)
+
+
+def _expect_condition_gradients(got, want, leaves, ref_leaves, name, case, condition, atol,
+                                rtol, hint):
+    __tracebackhide__ = True
+    lost_hint = condition.hint if condition in (REPEAT, FLOAT16, BFLOAT16) else DETACHED_HINT
+    pairs = [(o, r) for o, r in zip(got, want) if r.is_floating_point()]
+    weights = cotangents([r for _, r in pairs], seed=5)
+    flowing = [(o, w) for (o, _), w in zip(pairs, weights)
+               if isinstance(o, torch.Tensor) and o.requires_grad]
+    ref_grads = torch.autograd.grad(sum((r * w).sum() for (_, r), w in zip(pairs, weights)),
+                                    [t for _, t in ref_leaves], allow_unused=True)
+    if not flowing:
+        if any(r.requires_grad for _, r in pairs):
+            fail(f"no gradient can flow back through {name} on {case}: its output has "
+                 "requires_grad=False although the arguments require grad.", lost_hint)
+        return
+    try:
+        grads = torch.autograd.grad(sum((o.double() * w).sum() for o, w in flowing),
+                                    [t for _, t in leaves], allow_unused=True)
+    except RuntimeError as error:
+        fail(f"backward() through {name} failed on {case}: {error}",
+             STALE_HINT if "a second time" in str(error) else INPLACE_HINT)
+    for (position, leaf), grad, ref in zip(leaves, grads, ref_grads):
+        label = f"argument {position + 1}"
+        ref = torch.zeros(leaf.shape, dtype=torch.float64) if ref is None else ref
+        if grad is None:
+            if (ref != 0).any():
+                fail(f"no gradient reaches {label} through {name} on {case}, while the "
+                     "reference's gradient there is not zero.", lost_hint)
+            continue
+        bad = ~torch.isfinite(grad) & torch.isfinite(ref)
+        if bad.any():
+            where = tuple(int(i) for i in bad.nonzero()[0])
+            fail(f"the gradient with respect to {label} contains NaN or inf on {case}, "
+                 f"first at index {where}, where the right gradient is "
+                 f"{ref[where].item():.4g}. The forward values are fine; the backward pass "
+                 "is not.", condition.hint or hint)
+        tol = (_half_tol(grad.dtype, ref) if grad.dtype in (torch.float16, torch.bfloat16)
+               else dict(atol=10 * atol, rtol=10 * rtol))
+        if not is_close(grad, ref, **tol):
+            where, want, seen, diff = worst(grad, ref)
+            want, seen = _shown(want, seen)
+            fail(f"the gradient with respect to {label} is wrong on {case}: at index {where} "
+                 f"expected {want}, got {seen} (largest difference {diff:.3g}). The forward "
+                 "values are right, so part of the computation is hidden from autograd or "
+                 "computed differently in the backward.", condition.hint or DETACHED_HINT)
+        if grad.dtype == torch.float64:
+            expect_float64_accuracy(grad, ref, what=f"the gradient with respect to {label}",
+                                    case=case)
