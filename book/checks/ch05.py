@@ -5,7 +5,8 @@ entry lands in the wrong place the message can say where it came from.
 """
 import torch
 
-from ._core import call, checker, expect_gradients, expect_tensor, fail, view_hint, worst
+from ._core import INTEGER, STANDARD, call, checker, expect_conditions, expect_gradients, \
+    expect_tensor, fail, view_hint, worst
 
 _CASES = [  # (batch, n, num_hiddens, num_heads): odd sizes, a batch of one, n = 1 and n = 51
     (2, 3, 8, 2), (3, 4, 12, 3), (1, 5, 8, 4), (2, 2, 6, 1), (2, 4, 8, 8), (2, 5, 7, 7),
@@ -244,6 +245,7 @@ def check_transpose_qkv(fn):
         one(sizes, X, how)
     for sizes, X, how in _integer_inputs(coordinates):
         one(sizes, X, how)
+    _matrix_qkv(fn)
 
 
 @checker("transpose_output")
@@ -306,6 +308,45 @@ def check_transpose_output(fn):
         one(sizes, heads, how)
     for sizes, heads, how in _integer_inputs(heads_of):
         one(sizes, heads, how)
+    _matrix_output(fn)
+
+
+# The condition matrix (issue 12, session 12): the small cases below run as given, on a second
+# call with other values, non-contiguous, expanded (stride 0), in float64, float16, bfloat16
+# and int64 (these functions only move entries: every dtype is kept, and exactly), values
+# and gradients. No new_tensor: transpose_output may return a view (the course's ruling),
+# and transpose_qkv's reshape returns one too where it can (one head, or n = 1).
+_MATRIX = (*STANDARD, INTEGER)
+_MATRIX_SIZES = [  # (batch, n, num_hiddens, num_heads, words)
+    (2, 3, 6, 3, "the general shape"), (3, 1, 4, 2, "one position (n = 1)"),
+    (2, 5, 4, 1, "one head")]
+
+
+def _matrix_cases(shape):
+    """[(words, (X, num_heads))] with seeded random X of `shape(batch, n, num_hiddens,
+    num_heads)`: random values, so that any entry out of place shows (int64: 10 X rounded)."""
+    g = torch.Generator().manual_seed(512)
+    cases = []
+    for batch, n, num_hiddens, num_heads, words in _MATRIX_SIZES:
+        size = shape(batch, n, num_hiddens, num_heads)
+        cases.append((f"{words}: X of shape {size} with num_heads={num_heads}",
+                      (torch.randn(size, generator=g), num_heads)))
+    return cases
+
+
+def _matrix_qkv(fn):
+    __tracebackhide__ = True
+    expect_conditions(fn, _split_heads, _matrix_cases(lambda b, n, d, h: (b, n, d)),
+                      name="transpose_qkv", differentiable=(0,), conditions=_MATRIX,
+                      hint=_QKV_HINT)
+
+
+def _matrix_output(fn):
+    __tracebackhide__ = True
+    expect_conditions(fn, _merge_heads, _matrix_cases(lambda b, n, d, h: (b * h, n, d // h)),
+                      name="transpose_output", differentiable=(0,), conditions=_MATRIX,
+                      hint="reverse the three steps: .reshape(-1, num_heads, n, p), then "
+                           ".permute(0, 2, 1, 3), then .reshape(batch, n, num_heads * p).")
 
 
 def _merge_heads(X, num_heads):  # the reference of transpose_output
