@@ -5,8 +5,9 @@ import math
 
 import torch
 
-from ._core import FLOAT64_TOL, INPLACE_HINT, CheckFailed, call, checker, \
-    expect_float64_accuracy, expect_tensor, fail, passed, view_hint
+from ._core import FLOAT16, FLOAT64, FLOAT64_TOL, INPLACE_HINT, STANDARD, CheckFailed, call, \
+    checker, expect_conditions, expect_float64_accuracy, expect_tensor, fail, passed, \
+    scaled, view_hint
 
 # -- Exercise 9.1: top-p ----------------------------------------------------------------------
 
@@ -232,7 +233,54 @@ def check_top_p_filter(fn):
             _expect_no_state(fn, logits, p, case)
             raise
     _check_top_p_gradient(fn)
+    _top_p_matrix(fn)
     return passed("top_p_filter")
+
+
+def _top_p_reference(logits, p):
+    """The nucleus in float64: the logits with -inf for the removed tokens (differentiable)."""
+    return logits.masked_fill(~_nucleus(logits.detach(), p)[0], float("-inf"))
+
+
+def _softmax_of(result):
+    """The matrix compares softmax(output) (a row shifted by a constant is right), in the
+    output's dtype."""
+    return [torch.softmax(t, dim=-1) for t in (result if isinstance(result, (tuple, list))
+                                               else [result])]
+
+
+def _top_p_matrix_cases():
+    """Small cases for the condition matrix: unsorted rows of odd width, one token (V = 1),
+    and rows far apart (offsets +-1000). Under every condition (float16 and bfloat16
+    rounding, the rolled values of a second call, row 0 repeated) the mass above any token
+    is at least 0.01 from p (tests/test_checks_ch09.py checks it), so float32 rounding
+    cannot change the verdict."""
+    g = torch.Generator().manual_seed(1209)
+    rows = (torch.randint(-12, 13, (3, 7), generator=g) / 4.0)
+    far = (torch.randint(-12, 13, (3, 5), generator=g) / 4.0
+           + torch.tensor([[1000.0], [0.0], [-1000.0]]))
+    return [("3 rows of 7 unsorted logits, p=0.7", (rows, 0.7)),
+            ("one token in the vocabulary (V = 1), p=0.5", (torch.tensor([[0.75], [-2.0]]),
+                                                            0.5)),
+            ("3 rows far apart (near 1000, 0 and -1000), p=0.8", (far, 0.8))]
+
+
+TOP_P_LARGE_HINT = ("logits this large overflow exp() unless each row's maximum is "
+                    "subtracted first: use torch.softmax(logits, dim=-1) (in float32 or "
+                    "float64) on each row, never exp() of the raw logits or one maximum "
+                    "for the whole batch.")
+
+
+def _top_p_matrix(fn):
+    """The condition matrix (issue 12): the small cases as given, on a second call with
+    other values, non-contiguous, expanded (row 0 repeated, stride 0), in float64, float16
+    and bfloat16 (values and gradients), and the logits times 1e5 in float32 and float64;
+    softmax of the output against the reference's, and the gradient through it. Nothing is
+    dropped: no ruling accepts a top-p fault under these conditions."""
+    expect_conditions(
+        fn, _top_p_reference, _top_p_matrix_cases(), name="top_p_filter", differentiable=(0,),
+        conditions=STANDARD + tuple(scaled(1e5, (0,), "logits times 1e5", TOP_P_LARGE_HINT)),
+        outputs=_softmax_of)
 
 
 def _expect_minus_inf_kept(row_logits, in_batch, alone, p, case, row):
