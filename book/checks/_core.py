@@ -767,6 +767,24 @@ INTEGER = Condition(
          "keeps its dtype.")  # opt-in: for pure data movement (reshapes, transposes, patches)
 
 
+def _with_infinities(t):
+    """t with +inf at flat index 1 and -inf at the middle (floating tensors of 3+ entries)."""
+    if not t.is_floating_point() or t.numel() < 3:
+        return t
+    flat = torch.zeros(t.numel(), dtype=torch.int8)
+    flat[1], flat[t.numel() // 2] = 1, -1
+    marks = flat.reshape(t.shape)
+    inf = torch.tensor(math.inf, dtype=t.dtype)
+    return torch.where(marks == 1, inf, torch.where(marks == -1, -inf, t))
+
+
+NONFINITE = Condition(  # opt-in: for pure data movement, where inf must arrive unchanged
+    "arguments holding +inf and -inf", change=lambda a: _map_tensors(a, _with_infinities),
+    hint="inf * 0 is NaN: moving entries with a matmul or einsum against a 0/1 matrix (or "
+         "any arithmetic) spreads one infinite value over a whole row. Move data with "
+         "reshape, permute and indexing only.")
+
+
 def scaled(factor, which, label, hint, dtypes=(torch.float32, torch.float64)):
     """The floating arguments at positions `which` times `factor`, in each of `dtypes`."""
     return [Condition(f"{label}, {str(dtype)[6:]}", dtype,
