@@ -5,8 +5,8 @@ import math
 
 import torch
 
-from ._core import CheckFailed, call, checker, expect_gradients, expect_tensor, fail, \
-    view_hint
+from ._core import BFLOAT16, EXPANDED, FLOAT16, NONCONTIGUOUS, PLAIN, REPEAT, CheckFailed, \
+    call, checker, expect_conditions, expect_gradients, expect_tensor, fail, view_hint
 
 # -- Exercise 10.1: apply_rope -------------------------------------------------------------
 
@@ -662,6 +662,37 @@ def check_apply_rope(fn):
     _check_rope_values(fn, bfloat16=True)
     _check_rope_half_gradient(fn, torch.bfloat16)
     _check_rope_odd(fn)
+    _rope_matrix(fn)
+
+
+def _rope_matrix_cases():
+    """Small cases for the condition matrix: (2, 3, 5, 6) at unsorted positions, one vector
+    (n = 1) at position 9, and (3, 4, 2) (d = 2, a single pair) at positions 0..3.
+    Positions stay below 50, so float32 angles (ruled right) are within 3e-6 of float64."""
+    g = torch.Generator().manual_seed(1210)
+    return [("x of shape (2, 3, 5, 6) at unsorted positions [3, 0, 7, 1, 12]",
+             (torch.randn(2, 3, 5, 6, generator=g), torch.tensor([3, 0, 7, 1, 12]))),
+            ("one vector (n = 1), x of shape (2, 1, 4), at position 9",
+             (torch.randn(2, 1, 4, generator=g), torch.tensor([9]))),
+            ("x of shape (3, 4, 2) (d = 2, a single pair) at positions 0..3",
+             (torch.randn(3, 4, 2, generator=g), torch.arange(4)))]
+
+
+def _rope_matrix(fn):
+    """The condition matrix (issue 12): values and gradients (of x) against the float64
+    reference, as given, on a second call with other values (the positions rolled too),
+    every argument non-contiguous (the positions too), expanded (stride 0; positions all
+    equal to the first one), in float16 and bfloat16.
+    Dropped: FLOAT64, since float32 angles for float64 x are ruled right (the industry
+    standard); angles reduced mod 2 pi and rounded in the half dtype are ruled right too,
+    and stay within the half tolerance (32 eps) at these positions. Not used: rows far
+    apart and scaled or shifted scores (RoPE has no scores and no reduction over rows:
+    each pair is rotated on its own, and the output is linear in x), INTEGER (RoPE is not
+    data movement)."""
+    expect_conditions(fn, lambda x, positions: _rope(x, positions), _rope_matrix_cases(),
+                      name="apply_rope", differentiable=(0,),
+                      conditions=(PLAIN, REPEAT, NONCONTIGUOUS, EXPANDED, FLOAT16, BFLOAT16),
+                      new_tensor=True)
 
 
 # -- Exercise 10.2: alibi_bias -------------------------------------------------------------
@@ -879,6 +910,34 @@ def check_alibi_bias(fn):
     for number, (h, n) in enumerate(_ALIBI_CASES):
         _check_alibi_case(fn, h, n, earlier=_ALIBI_CASES[:number])
     _check_alibi_long(fn)
+    _alibi_matrix(fn)
+
+
+def _alibi_reference(num_heads, n):
+    """-m_h (i - j) in float64 for every i, j (the part above the diagonal is not compared)."""
+    i = torch.arange(n, dtype=torch.float64)
+    slopes = torch.tensor(_slopes(num_heads), dtype=torch.float64)
+    return -slopes[:, None, None] * (i[:, None] - i[None, :])
+
+
+def _lower_part(result):
+    """The entries at and below the diagonal (those above are the mask's: any fill)."""
+    n = result.shape[-1]
+    above = torch.ones(n, n, dtype=torch.bool).triu(1)
+    return [result.masked_fill(above, 0.0)]
+
+
+def _alibi_matrix(fn):
+    """The condition matrix (issue 12) for what applies: alibi_bias takes two ints and no
+    tensor, so the conditions that change tensor arguments (non-contiguous, expanded,
+    float64, float16, bfloat16, scaled, shifted, INTEGER) and gradients have nothing to act
+    on; only as given and a second call (the same arguments again: state kept and changed
+    between calls) apply, on one head with n = 1, 3 heads (not a power of 2) with n = 5,
+    and 8 heads with n = 2."""
+    cases = [("num_heads=1, n=1", (1, 1)), ("num_heads=3, n=5", (3, 5)),
+             ("num_heads=8, n=2", (8, 2))]
+    expect_conditions(fn, _alibi_reference, cases, name="alibi_bias",
+                      conditions=(PLAIN, REPEAT), outputs=_lower_part)
 
 
 def _check_alibi_long(fn, h=1, n=2050):
