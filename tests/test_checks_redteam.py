@@ -9,7 +9,7 @@ import pytest
 
 from checkers_support import accepts, redteam_params, rejects
 
-ROUNDS = ["round4", "round5", "round6", "round7", "round8", "round9", "round10", "round11", "round12"]
+ROUNDS = [f"round{n}" for n in range(4, 13)]
 WRONG = [p for r in ROUNDS for p in redteam_params(r, ("W_",))]
 RIGHT = [p for r in ROUNDS for p in redteam_params(r, ("C_", "O_"))]
 
