@@ -4,8 +4,10 @@ import contextlib
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ._core import (call, checker, expect_close, expect_gradients, expect_tensor, fail,
-                    forbidden, is_close, view_hint)
+from ._core import (BFLOAT16, EXPANDED, FLOAT16, FLOAT64, NONCONTIGUOUS, PLAIN, REPEAT,
+                    STANDARD, call, checker, expect_close, expect_conditions,
+                    expect_gradients, expect_tensor, fail, forbidden, is_close, scaled,
+                    view_hint)
 
 # -- Exercise 1.1: softmax ------------------------------------------------------------------
 
@@ -308,6 +310,47 @@ def check_softmax(fn):
     for case, scores in _softmax_cases_round7() + _softmax_cases_round9():
         _check_softmax_case(fn, case, scores, why)
     _check_softmax_repeat_call(fn, why)
+    _softmax_matrix(fn, why)
+
+
+_HUGE_SCORES_HINT = (
+    "scores of 1e5 or 1e8 are ordinary float32 and float64 numbers: subtract each row's "
+    "own maximum, amax(dim=-1, keepdim=True), and keep the scores as they are (no clamp, "
+    "no cast to float16, whose range ends at 65504).")
+# The standard conditions but float16 and bfloat16 (for rows far apart; see each docstring).
+_NO_HALF = (PLAIN, REPEAT, NONCONTIGUOUS, EXPANDED, FLOAT64)
+
+
+def _softmax_matrix(fn, why):
+    """The condition matrix (_core.expect_conditions, session 12) on small cases: a (2, 3,
+    5) batch and one key per row as given, called again with other values, non-contiguous,
+    expanded, in float64, float16 and bfloat16, and times 1e5 in float32 and float64; a 3-D
+    batch whose rows lie near 0, -1000 and +1000 under the same conditions but the half
+    ones, and one whose rows lie near 0, -10 and +10 in float16 and bfloat16 (exp(-20)
+    underflows in float16: one maximum for several rows gives 0/0). Values and gradients
+    against torch.softmax in float64. Dropped: rows near +-1000 in float16 and bfloat16,
+    where a right exp(x - logsumexp(x)) computed in the half dtype rounds the log-sum-exp by
+    up to 0.25 (bfloat16: 2), so its weights err by far more than 32 eps (the rulings let
+    the max, exp and sum run in the half dtype)."""
+    g = torch.Generator().manual_seed(120)
+
+    def rows_near(*offsets):
+        return torch.randn(2, 3, 4, generator=g) + torch.tensor(offsets)[:, None]
+    general = [("a (2, 3, 5) batch of scores", (torch.randn(2, 3, 5, generator=g),)),
+               ("a (3, 1) matrix (one key per row)", (torch.randn(3, 1, generator=g),))]
+    far = [("a (2, 3, 4) batch whose rows lie near 0, -1000 and +1000",
+            (rows_near(0.0, -1000.0, 1000.0),))]
+    near = [("a (2, 3, 4) batch whose rows lie near 0, -10 and +10",
+             (rows_near(0.0, -10.0, 10.0),))]
+    huge = tuple(scaled(1e5, (0,), "scores times 1e5", _HUGE_SCORES_HINT))
+
+    def learner(scores):
+        with _no_softmax(why):
+            return fn(scores)
+    for cases, conditions in ((general, STANDARD + huge),
+                              (far, _NO_HALF + huge), (near, (FLOAT16, BFLOAT16))):
+        expect_conditions(learner, lambda s: torch.softmax(s, dim=-1), cases,
+                          name="softmax", differentiable=(0,), conditions=conditions)
 
 
 def _check_softmax_case(fn, case, scores, why):
@@ -531,6 +574,44 @@ def _check_topk_single_key_gradients(fn):
                      lambda a, b, c: _topk_reference(a, b, c, _dot, 1),
                      [("queries", q), ("keys", kk), ("values", v)],
                      name="topk_attention_pool", case=case)
+
+
+def _topk_matrix(fn):
+    """The condition matrix (_core.expect_conditions, session 12) on three small cases: 4
+    queries and 5 keys with an asymmetric score q^T M k, k=2; a single key (k=1); and 3
+    queries whose scores lie near 0, -1000 and +1000 (a third feature of each query, times a
+    key feature of 1). Each runs as given, called again with other values, non-contiguous,
+    expanded (every query and key equal: all keys tie and are kept), in float64, and with
+    the queries times 1e5 (scores near 1e5 to 1e8) in float32 and float64; the first two
+    also in float16 and bfloat16 (their scores are some units apart, so rounding them to the
+    half dtype keeps the same top k). Dropped for the far rows: float16 and bfloat16, where
+    a score near 1000 is rounded by up to 0.25 (bfloat16: 2), which moves a right half
+    computation's weights far from the reference's (rows far apart are the float32 and
+    float64 conditions' job). Outputs and weights, and their gradients, against the float64
+    reference on the same scores."""
+    g = torch.Generator().manual_seed(121)
+    M = torch.randn(3, 3, generator=g)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g)
+    far_q = torch.cat([randn(3, 2), torch.tensor([[0.0], [-1000.0], [1000.0]])], dim=1)
+    far_k = torch.cat([randn(4, 2), torch.ones(4, 1)], dim=1)
+    general = [("4 queries, 5 keys, d=3, value size 2, k=2, asymmetric score q^T M k",
+                (randn(4, 3), randn(5, 3), randn(5, 2), _bilinear(M), 2)),
+               ("3 queries, 1 key, k=1 (a single key), dot score",
+                (randn(3, 3), randn(1, 3), randn(1, 2), _dot, 1))]
+    far = [("3 queries whose dot scores lie near 0, -1000 and +1000, 4 keys, k=2",
+            (far_q, far_k, randn(4, 2), _dot, 2))]
+    huge = tuple(scaled(1e5, (0,), "queries times 1e5 (scores near 1e5 to 1e8)",
+                        "scores of 1e5 are ordinary float32 and float64 numbers: keep them "
+                        "as score() returns them (no clamp, no cast to float16), mask with "
+                        "-inf and let the softmax subtract each row's maximum."))
+    for cases, conditions in ((general, STANDARD + huge),
+                              (far, _NO_HALF + huge)):
+        expect_conditions(lambda q, kk, v, score, k: fn(q, kk, v, score, k),
+                          lambda q, kk, v, score, k: _topk_reference(q, kk, v, score, k),
+                          cases, name="topk_attention_pool", differentiable=(0, 1, 2),
+                          conditions=conditions)
 
 
 def _topk_cases_round5():
@@ -853,6 +934,7 @@ def check_topk_attention_pool(fn):
                      case="3 queries, 7 keys, k=3, asymmetric score (gradients of outputs "
                           "and weights)")
     _check_topk_single_key_gradients(fn)
+    _topk_matrix(fn)
 
 
 def _check_topk_repeat_calls(fn):
