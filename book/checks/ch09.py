@@ -5,8 +5,8 @@ import math
 
 import torch
 
-from ._core import FLOAT64_TOL, INPLACE_HINT, STANDARD, CheckFailed, call, \
-    checker, expect_conditions, expect_float64_accuracy, expect_tensor, fail, passed, \
+from ._core import FLOAT64, FLOAT64_TOL, INPLACE_HINT, STANDARD, CheckFailed, Condition, \
+    call, checker, expect_conditions, expect_float64_accuracy, expect_tensor, fail, passed, \
     scaled, view_hint
 
 # -- Exercise 9.1: top-p ----------------------------------------------------------------------
@@ -277,10 +277,21 @@ def _top_p_matrix(fn):
     and bfloat16 (values and gradients), and the logits times 1e5 in float32 and float64;
     softmax of the output against the reference's, and the gradient through it. Nothing is
     dropped: no ruling accepts a top-p fault under these conditions."""
-    expect_conditions(
-        fn, _top_p_reference, _top_p_matrix_cases(), name="top_p_filter", differentiable=(0,),
-        conditions=STANDARD + tuple(scaled(1e5, (0,), "logits times 1e5", TOP_P_LARGE_HINT)),
-        outputs=_softmax_of)
+    *cases, far = _top_p_matrix_cases()
+    large = tuple(scaled(1e5, (0,), "logits times 1e5", TOP_P_LARGE_HINT))
+    kwargs = dict(name="top_p_filter", differentiable=(0,), outputs=_softmax_of)
+    expect_conditions(fn, _top_p_reference, cases, conditions=STANDARD + large, **kwargs)
+    # Rows near +-1000 in float64 fail by overflow (exp without a row maximum), not by float32
+    # accuracy (told last, apart): the float64 condition gets the overflow hint.
+    expect_conditions(fn, _top_p_reference, [far], conditions=tuple(
+        _far_float64(TOP_P_LARGE_HINT) if c is FLOAT64 else c for c in STANDARD) + large,
+        **kwargs)
+
+
+def _far_float64(hint):
+    """The float64 condition for rows far apart: a wrong value there is exp() overflowing
+    or underflowing (float64 accuracy is told apart, last), so its hint says that."""
+    return Condition("float64 arguments", torch.float64, hint=hint)
 
 
 def _expect_minus_inf_kept(row_logits, in_batch, alone, p, case, row):
@@ -1156,7 +1167,8 @@ def _step_matrix(fn):
     large = tuple(scaled(1e5, (0,), "q times 1e5 (scores near 1e5)", STEP_LARGE_HINT))
     kwargs = dict(name="attention_step", differentiable=(0, 1, 2, 3, 4))
     expect_conditions(fn, _step_reference, cases, conditions=STANDARD + large, **kwargs)
-    exact = tuple(c for c in STANDARD if c.dtype not in HALF)
+    exact = tuple(_far_float64(STEP_LARGE_HINT) if c is FLOAT64 else c for c in STANDARD
+                  if c.dtype not in HALF)
     expect_conditions(fn, _step_reference, far, conditions=exact, **kwargs)
 
 
