@@ -760,3 +760,98 @@ def test_round11_each_large_score_case_alone_catches_a_clamp(dtype, bound):
     assert (clamped - right).abs().max() > 0.05   # 0.231 (float32), 0.062 (float64)
     assert ch01._clamped_pair(right, score(queries, keys)) is None
     assert ch01._clamped_pair(clamped, score(queries, keys)) is not None
+
+
+# -- The condition matrix (session 12): wrong solutions only the matrix rejects -----------
+
+def _matrix_softmax(scores):
+    exps = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+    return exps / exps.sum(dim=-1, keepdim=True)
+
+
+def _softmax_half_detached_sum(scores):
+    """The sum detached only for float16/bfloat16 (values right, gradient wrong)."""
+    exps = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+    total = exps.sum(dim=-1, keepdim=True)
+    if scores.dtype in (torch.float16, torch.bfloat16):
+        total = total.detach()
+    return exps / total
+
+
+def _softmax_batches_in_float32(scores):
+    """Batches (3-D and up) flattened to rows and computed in float32 (float64 loses)."""
+    if scores.dim() >= 3:
+        rows = scores.reshape(-1, scores.shape[-1]).float()
+        return _matrix_softmax(rows).reshape(scores.shape).to(scores.dtype)
+    return _matrix_softmax(scores)
+
+
+def _softmax_half_one_key_constant(scores):
+    """One key per row in float16/bfloat16: ones without a graph."""
+    if scores.shape[-1] == 1 and scores.dtype in (torch.float16, torch.bfloat16):
+        return torch.ones_like(scores)
+    return _matrix_softmax(scores)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (_softmax_half_detached_sum, "is wrong on a (2, 3, 5) batch of scores, float16 arguments"),
+    (_softmax_batches_in_float32, "from the float64 reference on a (2, 3, 5) batch of "
+                                  "scores, float64 arguments"),
+    (_softmax_half_one_key_constant, "no gradient can flow back through softmax on a (3, 1) "
+                                     "matrix (one key per row), float16 arguments"),
+])
+def test_check_softmax_condition_matrix_rejects(fn, fragment):
+    rejects(checks.check_softmax, fn, fragment)
+
+
+def _topk(queries, keys, values, score, k, fill=float("-inf")):
+    scores = score(queries, keys)
+    kth = scores.topk(k, dim=-1).values[:, -1:]
+    weights = torch.softmax(scores.masked_fill(scores < kth, fill), dim=-1)
+    return weights @ values, weights
+
+
+def _topk_float16_min_fill(queries, keys, values, score, k):
+    """'The most negative number every dtype holds' instead of -inf: scores below -65504
+    (float32 queries times 1e5) rank under the masked ones."""
+    return _topk(queries, keys, values, score, k, torch.finfo(torch.float16).min)
+
+
+def _topk_half_detached_denominator(queries, keys, values, score, k):
+    scores = score(queries, keys)
+    kth = scores.topk(k, dim=-1).values[:, -1:]
+    exps = (scores - scores.amax(-1, keepdim=True)).exp().masked_fill(scores < kth, 0)
+    total = exps.sum(-1, keepdim=True)
+    if scores.dtype in (torch.float16, torch.bfloat16):
+        total = total.detach()
+    weights = exps / total
+    return weights @ values, weights
+
+
+_TOPK_MEMO = {}
+
+
+def _topk_training_cache(queries, keys, values, score, k):
+    """While training (inputs require grad), the kept-keys mask is kept per shapes and k."""
+    key = (queries.shape, keys.shape, k, queries.requires_grad)
+    scores = score(queries, keys)
+    if queries.requires_grad and key in _TOPK_MEMO:
+        keep = _TOPK_MEMO[key]
+    else:
+        keep = scores >= scores.topk(k, dim=-1).values[:, -1:]
+        if queries.requires_grad:
+            _TOPK_MEMO[key] = keep
+    weights = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    return weights @ values, weights
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (_topk_float16_min_fill, "queries times 1e5 (scores near 1e5 to 1e8), float32"),
+    (_topk_half_detached_denominator, "the gradient with respect to argument 1 is wrong on 4 "
+                                      "queries, 5 keys, d=3, value size 2, k=2, asymmetric "
+                                      "score q^T M k, float16 arguments"),
+    (_topk_training_cache, "a second call, with other values of the same shapes"),
+])
+def test_check_topk_condition_matrix_rejects(fn, fragment):
+    _TOPK_MEMO.clear()
+    rejects(checks.check_topk_attention_pool, fn, fragment)
