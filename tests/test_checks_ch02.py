@@ -476,3 +476,57 @@ def test_round11_float16_is_not_asked_for():
                                  torch.tensor([0.2, 0.5, 1.0], **half),
                                  torch.tensor([1.0, 2.0, 3.0], **half), 1.0)
     assert torch.equal(weights[1], torch.zeros(3, **half)) and float(outputs[1]) == 0.0
+
+
+# -- The condition matrix (session 12): wrong solutions only the matrix rejects -----------
+
+def _epanechnikov(queries, keys, values, width, u=None):
+    if u is None:
+        u = (queries[:, None] - keys[None, :]) / width
+    kernel = (1 - u ** 2).clamp_min(0)
+    total = kernel.sum(-1, keepdim=True)
+    weights = kernel / torch.where(total > 0, total, torch.ones_like(total))
+    return weights @ values, weights
+
+
+_EPANECHNIKOV_MEMO = {}
+
+
+def _epanechnikov_training_cache(queries, keys, values, width):
+    """While training (keys require grad), the weights are kept per sizes and width."""
+    key = (queries.shape, keys.shape, width, keys.requires_grad)
+    if keys.requires_grad and key in _EPANECHNIKOV_MEMO:
+        weights = _EPANECHNIKOV_MEMO[key]
+        return weights @ values, weights
+    outputs, weights = _epanechnikov(queries, keys, values, width)
+    if keys.requires_grad:
+        _EPANECHNIKOV_MEMO[key] = weights.detach()
+    return outputs, weights
+
+
+def _epanechnikov_as_strided(queries, keys, values, width):
+    """Broadcast without copying by strides that assume contiguous 1-D inputs."""
+    n_q, n_k = queries.shape[0], keys.shape[0]
+    u = (queries.as_strided((n_q, n_k), (1, 0)) - keys.as_strided((n_q, n_k), (0, 1))) / width
+    return _epanechnikov(queries, keys, values, width, u)
+
+
+def _epanechnikov_expanded_square_in_float64(queries, keys, values, width):
+    """(q - k)^2 expanded as q^2 - 2qk + k^2 for float64 ('digits to spare')."""
+    if queries.dtype != torch.float64:
+        return _epanechnikov(queries, keys, values, width)
+    q, k = queries[:, None], keys[None, :]
+    kernel = (1 - (q ** 2 - 2 * q * k + k ** 2) / width ** 2).clamp_min(0)
+    total = kernel.sum(-1, keepdim=True)
+    weights = kernel / torch.where(total > 0, total, torch.ones_like(total))
+    return weights @ values, weights
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (_epanechnikov_training_cache, "a second call, with other values of the same shapes"),
+    (_epanechnikov_as_strided, "every argument non-contiguous (the same values)"),
+    (_epanechnikov_expanded_square_in_float64, "queries and keys shifted by 1000, float64"),
+])
+def test_check_epanechnikov_condition_matrix_rejects(fn, fragment):
+    _EPANECHNIKOV_MEMO.clear()
+    rejects(checks.check_epanechnikov_pool, fn, fragment)
