@@ -1015,3 +1015,109 @@ def test_top_p_bfloat16_case_is_beyond_float16():
     assert logits.dtype == torch.bfloat16 and logits.float().abs().max() > 65504
     assert not torch.isfinite(torch.softmax(logits.half().float(), -1)).all()
     assert _nucleus(logits, p)[0].sum(-1).tolist() == [2, 1]
+
+
+# -- The condition matrix (issue 12, session 12) ------------------------------------------------
+
+def _matrix_top_p(logits, p, shift):
+    """top_p with the probabilities exp(logits - shift) / sum: for the wrong ones below."""
+    e = (logits - shift).exp()
+    probs = e / e.sum(-1, keepdim=True)
+    ranked = probs.sort(dim=-1, descending=True).values
+    num_kept = ((ranked.cumsum(-1) - ranked) < p).sum(-1, keepdim=True).clamp(min=1)
+    return logits.masked_fill(probs < ranked.gather(-1, num_kept - 1), float("-inf"))
+
+
+def top_p_float64_without_max(logits, p):  # wrong: float64 "cannot overflow": exp(logits)
+    return _matrix_top_p(logits, p, 0.0) if logits.dtype == torch.float64 else top_p(logits, p)
+
+
+def top_p_float64_batch_max(logits, p):  # wrong: one maximum for the whole float64 batch
+    if logits.dtype == torch.float64:
+        return _matrix_top_p(logits, p, logits.max())
+    return top_p(logits, p)
+
+
+def top_p_one_token_constant(logits, p):  # wrong: V = 1 answered by a constant, no graph
+    return torch.zeros_like(logits) if logits.shape[-1] == 1 else top_p(logits, p)
+
+
+def test_top_p_condition_matrix_catches_what_the_other_cases_do_not(monkeypatch):
+    from book.checks import ch09
+
+    check = checks.check_top_p_filter
+    wrong = [(top_p_float64_without_max, ("rows far apart", "float64 arguments",
+                                          "each row's maximum")),
+             (top_p_float64_batch_max, ("rows far apart", "float64 arguments",
+                                        "one maximum for the whole batch")),
+             (top_p_one_token_constant, ("one token in the vocabulary (V = 1)",
+                                         "no gradient can flow back"))]
+    for fn, fragments in wrong:
+        rejects(check, fn, *fragments)
+    monkeypatch.setattr(ch09, "_top_p_matrix", lambda fn: None)
+    for fn, _ in wrong:                      # only the matrix rejects them
+        accepts(check, fn)
+
+
+def test_top_p_matrix_cases_keep_a_margin_from_p_under_every_condition():
+    from book.checks._core import STANDARD, _cast, scaled
+    from book.checks.ch09 import _mass_above, _top_p_matrix_cases
+
+    for words, base in _top_p_matrix_cases():
+        for condition in STANDARD + tuple(scaled(1e5, (0,), "x", None)):
+            args, _ = _cast(base, condition.dtype, ())
+            exact, _ = _cast(args, torch.float64, ())
+            logits, p = condition.change(exact) if condition.change else exact
+            margin = (_mass_above(torch.softmax(logits, -1)) - p).abs().min().item()
+            assert margin > 0.01, (words, condition.label, margin)
+
+
+def _step_plain(q, k, v, past_keys, past_values, shift=None):
+    keys, values = torch.cat([past_keys, k], dim=2), torch.cat([past_values, v], dim=2)
+    scores = q @ keys.transpose(2, 3) / math.sqrt(q.shape[-1])
+    if shift is None:
+        return torch.softmax(scores, -1) @ values, keys, values
+    e = (scores - shift(scores)).exp()
+    return e / e.sum(-1, keepdim=True) @ values, keys, values
+
+
+def step_float64_without_max(q, k, v, past_keys, past_values):  # wrong: exp(scores), float64
+    shift = (lambda s: 0.0) if q.dtype == torch.float64 else None
+    return _step_plain(q, k, v, past_keys, past_values, shift)
+
+
+def step_float64_batch_max(q, k, v, past_keys, past_values):  # wrong: one max, float64
+    shift = (lambda s: s.max()) if q.dtype == torch.float64 else None
+    return _step_plain(q, k, v, past_keys, past_values, shift)
+
+
+_FINGERPRINTS = {}
+
+
+def step_memo_by_fingerprint(q, k, v, past_keys, past_values):
+    """Wrong: the output memoised under the shapes and sums of the inputs (a second call
+    with the same values in other places gets the first call's output)."""
+    key = tuple((t.shape, t.dtype, float(t.detach().double().sum()))
+                for t in (q, k, v, past_keys, past_values))
+    out, keys, values = attention_step(q, k, v, past_keys, past_values)
+    stored = _FINGERPRINTS.setdefault(key, out.detach())
+    return out - out.detach() + stored, keys, values
+
+
+def test_attention_step_condition_matrix_catches_what_the_other_cases_do_not(monkeypatch):
+    from book.checks import ch09
+
+    check = checks.check_attention_step
+    wrong = [(step_float64_without_max, ("q times 1e5 (scores near 1e5), float64",
+                                         "contains NaN", "each row's maximum")),
+             (step_float64_batch_max, ("q times 1e5 (scores near 1e5), float64",
+                                       "never one maximum for the whole batch")),
+             (step_memo_by_fingerprint, ("a second call, with other values of the same shapes",
+                                         "nothing may be kept between calls"))]
+    for fn, fragments in wrong:
+        _FINGERPRINTS.clear()
+        rejects(check, fn, *fragments)
+    monkeypatch.setattr(ch09, "_step_matrix", lambda fn: None)
+    for fn, _ in wrong:                      # only the matrix rejects them
+        _FINGERPRINTS.clear()
+        accepts(check, fn)
