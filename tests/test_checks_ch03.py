@@ -817,3 +817,77 @@ def test_round11_right_sdpa_variants_pass_the_scores_beyond_float16():
         return torch.where(keep.any(-1, keepdim=True), out, torch.zeros_like(out))
     accepts(checks.check_scaled_dot_product_attention, lse)
     accepts(checks.check_scaled_dot_product_attention, fused)
+
+
+# The condition matrix (issue 12, session 12): wrong solutions that only its conditions reject.
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _half_one_key_constant(X, valid_lens):
+    """One key in float16/bfloat16: the weight is 1 (or 0), returned as a constant."""
+    if X.shape[-1] == 1 and X.dtype in _HALF:
+        lens = valid_lens if valid_lens is not None else torch.ones(X.shape[0], dtype=int)
+        lens = lens[:, None] if lens.dim() == 1 else lens
+        return (lens[..., None] > 0).expand(X.shape).to(X.dtype)
+    return masked_softmax(X, valid_lens)
+
+
+def _half_example_max(X, valid_lens):
+    """float16/bfloat16 'stabilised' with one maximum per example, in float32."""
+    if X.dtype not in _HALF:
+        return masked_softmax(X, valid_lens)
+    lens = valid_lens if valid_lens is not None else torch.full(X.shape[:1], X.shape[-1])
+    lens = lens[:, None] if lens.dim() == 1 else lens
+    keep = torch.arange(X.shape[-1]) < lens[..., None]
+    S = X.float().masked_fill(~keep, -1e30)
+    E = torch.exp(S - S.amax(dim=(1, 2), keepdim=True)) * keep
+    return (E / E.sum(-1, keepdim=True).clamp_min(1e-30)).to(X.dtype)
+
+
+def _clamp_huge(X, valid_lens):
+    """Scores clamped into float16's range once they are huge (above 2e5)."""
+    return masked_softmax(X.clamp(-6e4, 6e4) if X.abs().max() > 2e5 else X, valid_lens)
+
+
+@pytest.mark.parametrize("fn, fragments", [
+    (_half_one_key_constant, ("no gradient can flow back", "(one key)", "float16 arguments")),
+    (_half_example_max, ("rows lie far apart", "float16 arguments")),
+    (_clamp_huge, ("X times 1e5", "do not clamp the scores"))])
+def test_the_condition_matrix_rejects_masked_softmaxes_the_cases_miss(fn, fragments):
+    rejects(checks.check_masked_softmax, fn, *fragments)
+
+
+def _sdpa_half_batch_max(q, k, v, valid_lens):
+    """float16/bfloat16 scores 'stabilised' with one maximum per example, in float32."""
+    if q.dtype not in _HALF:
+        return attention_reference(q, k, v, valid_lens)
+    s = q.float() @ k.float().transpose(1, 2) / math.sqrt(q.shape[-1])
+    lens = valid_lens if valid_lens is not None else torch.full(q.shape[:1], k.shape[1])
+    lens = lens[:, None] if lens.dim() == 1 else lens
+    keep = torch.arange(k.shape[1]) < lens[..., None]
+    e = torch.exp(s.masked_fill(~keep, -1e30) - s.masked_fill(~keep, -1e30).amax(
+        dim=(1, 2), keepdim=True)) * keep
+    return ((e / e.sum(-1, keepdim=True).clamp_min(1e-30)) @ v.float()).to(q.dtype)
+
+
+def _sdpa_bfloat16_in_float32(q, k, v, valid_lens):
+    """bfloat16 computed in float32, the result left in float32."""
+    if q.dtype == torch.bfloat16:
+        return attention_reference(q.float(), k.float(), v.float(), valid_lens)
+    return attention_reference(q, k, v, valid_lens)
+
+
+def _sdpa_clamp_huge(q, k, v, valid_lens):
+    """Scores clamped into float16's range once they are huge (above 2.5e5)."""
+    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+    if scores.abs().max() > 2.5e5:
+        scores = scores.clamp(-6e4, 6e4)
+    return masked_softmax(scores, valid_lens) @ v
+
+
+@pytest.mark.parametrize("fn, fragments", [
+    (_sdpa_half_batch_max, ("rows lie far apart", "float16 arguments")),
+    (_sdpa_bfloat16_in_float32, ("dtype torch.float32", "bfloat16 arguments")),
+    (_sdpa_clamp_huge, ("queries times 1e5", "do not clamp the scores"))])
+def test_the_condition_matrix_rejects_attentions_the_cases_miss(fn, fragments):
+    rejects(checks.check_scaled_dot_product_attention, fn, *fragments)

@@ -289,3 +289,55 @@ def test_an_integer_input_keeps_its_dtype():
              "W_17_times_one_float")):
         rejects(checker, redteam_entry(module, name), "has dtype torch.float32",
                 "in int64", "expected torch.int64")
+
+
+# The condition matrix (issue 12, session 12): wrong solutions that only its conditions reject.
+def _half_in_float32(move):
+    """float16/bfloat16 moved in float32 'for safety', the result left in float32."""
+    def fn(X, h):
+        return move(X.float() if X.dtype in (torch.float16, torch.bfloat16) else X, h)
+    return fn
+
+
+def _bfloat16_in_float32(move):
+    def fn(X, h):
+        return move(X.float(), h) if X.dtype == torch.bfloat16 else move(X, h)
+    return fn
+
+
+def _cached_while_training(move):
+    """A result cache for inputs that require grad, keyed on the shape, num_heads and dtype."""
+    cache = {}
+
+    def fn(X, h):
+        if not X.requires_grad:
+            return move(X, h)
+        key = (tuple(X.shape), h, X.dtype)
+        if key not in cache:
+            cache[key] = move(X, h)
+        return cache[key]
+    return fn
+
+
+def _one_example_repeated(X, h):
+    """An expanded X (stride 0: every example the same) split once and repeated: in the
+    wrong order (repeat_interleave puts the copies of one head together)."""
+    if X.stride(0) == 0:
+        return transpose_qkv(X[:1], h).repeat_interleave(X.shape[0], dim=0)
+    return transpose_qkv(X, h)
+
+
+@pytest.mark.parametrize("fn, fragments", [
+    (_half_in_float32(transpose_qkv), ("dtype torch.float32", "float16 arguments")),
+    (_cached_while_training(transpose_qkv), ("a second call, with other values",)),
+    (_one_example_repeated, ("expanded along its first axis",))])
+def test_the_condition_matrix_rejects_transpose_qkvs_the_cases_miss(fn, fragments):
+    rejects(checks.check_transpose_qkv, fn, *fragments)
+
+
+@pytest.mark.parametrize("fn, fragments", [
+    (_half_in_float32(transpose_output), ("dtype torch.float32", "float16 arguments")),
+    (_bfloat16_in_float32(transpose_output), ("dtype torch.float32", "bfloat16 arguments")),
+    (_cached_while_training(transpose_output), ("a second call, with other values",))])
+def test_the_condition_matrix_rejects_transpose_outputs_the_cases_miss(fn, fragments):
+    rejects(checks.check_transpose_output, fn, *fragments)

@@ -5,7 +5,8 @@ import math
 import torch
 
 from .. import attention as _attention
-from ._core import (call, checker, expect_close, expect_float64_accuracy, expect_gradients,
+from ._core import (REPEAT, STANDARD, Condition, call, checker, expect_close, expect_conditions,
+                    expect_float64_accuracy, expect_gradients, scaled,
                     expect_new_tensor, expect_tensor, fail, forbidden, is_close, view_hint)
 
 # Exercise 3.1: "Write masked_softmax(X, valid_lens) without looking at book.attention".
@@ -560,6 +561,7 @@ def check_masked_softmax(fn):
     _masked_one_key_gradients(fn)
     for case, X, valid_lens in _masked_softmax_cases_bfloat16():
         check_case(case, X, valid_lens)
+    _matrix_masked_softmax(fn)
 
 
 _ONE_KEY_GRAPH_HINT = (
@@ -1306,3 +1308,108 @@ def check_scaled_dot_product_attention(fn):
                          case=f"queries (2, 3, 8), keys (2, 1, 8), values (2, 1, 4) (one key), "
                               f"valid_lens {None if lens is None else lens.tolist()} "
                               "(gradients)", nan_hint=_NAN_GRAD_HINT)
+    _matrix_sdpa(fn)
+
+
+# -- The condition matrix (issue 12, session 12) ---------------------------------------------
+# The checkers above end with the condition matrix (_core.expect_conditions): a few small
+# cases run as given, on a second call with other values of the same shapes, non-contiguous,
+# expanded (stride 0), in float64, float16 and bfloat16, and (float32 and float64) with the
+# scores times 1e5, far beyond float16's range; values and gradients against the float64
+# reference. Nothing of STANDARD is dropped: no ruling accepts a fault these cases show.
+
+_BEYOND_HINT = ("a float32 or float64 score may lie far beyond float16's range (+-65504): "
+                "do not clamp the scores or fill with a fixed number such as -1e4 or -6e4. "
+                "Fill the masked scores with torch.finfo(X.dtype).min and subtract each row's "
+                "own maximum (torch.softmax does), which keeps exp() in range in every dtype.")
+
+
+# Local conditions (proposed for _core): arguments that do not require grad, as in inference
+# (red-team entries wrote into X, or returned a buffer shared between calls, only then), once
+# and on a second call with other values: a second expect_conditions call with
+# differentiable=() (a change that detaches the arguments makes _core's reference gradient
+# raise: its autograd.grad has no graph).
+_NO_GRAD_HINT = ("without autograd (inputs that do not require grad, as in inference) the "
+                 "function must behave the same: do not write into an argument (masked_fill_, "
+                 "X[...] =) and do not return a buffer kept between calls on that path.")
+_NO_GRAD = (Condition("arguments that do not require grad (as in inference)",
+                      hint=_NO_GRAD_HINT),
+            Condition("arguments that do not require grad, a second call with other values",
+                      change=REPEAT.change, hint=_NO_GRAD_HINT))
+
+
+def _matrix_masked_softmax(fn):
+    """masked_softmax under every condition of the matrix."""
+    __tracebackhide__ = True
+    g = torch.Generator().manual_seed(312)
+    offsets = torch.tensor([[0.0, -1000.0, 1000.0], [1000.0, 0.0, -1000.0]])
+
+    def learner(X, valid_lens):
+        with forbidden(_BOOK_MASKED_SOFTMAX, _OWN_MASK):
+            return fn(X, valid_lens)
+
+    cases = [
+        ("X of shape (2, 3, 5), valid_lens [[1, 3, 5], [2, 0, 4]]",
+         (torch.randn(2, 3, 5, generator=g), torch.tensor([[1, 3, 5], [2, 0, 4]]))),
+        ("X of shape (2, 3, 1) (one key), valid_lens [1, 0]",
+         (torch.randn(2, 3, 1, generator=g), torch.tensor([1, 0]))),
+        ("X of shape (2, 3, 4) whose rows lie far apart within one example (near 0, -1000 "
+         "and +1000), valid_lens [[4, 3, 2], [2, 4, 3]]",
+         (offsets[..., None] + torch.randn(2, 3, 4, generator=g),
+          torch.tensor([[4, 3, 2], [2, 4, 3]]))),
+        ("X of shape (2, 2, 3), valid_lens None (no mask)",
+         (torch.randn(2, 2, 3, generator=g), None)),
+    ]
+    expect_conditions(
+        learner, _reference_masked_softmax, cases, name="masked_softmax",
+        differentiable=(0,),
+        conditions=STANDARD + tuple(scaled(1e5, (0,), "X times 1e5", _BEYOND_HINT)),
+        hint="softmax over the last axis (dim=-1) of the scores, with the keys at positions "
+             ">= valid_len left out.")
+    expect_conditions(learner, _reference_masked_softmax, cases, name="masked_softmax",
+                      conditions=_NO_GRAD)
+
+
+def _far_apart_qkv():
+    """Queries (2, 3, 4), keys (2, 4, 4) and values (2, 4, 3) whose score rows lie near 400,
+    0 and -400 (query entry 0 is +-800 or 0, key entry 0 is 1), the scores of a row 4 to 24
+    apart before the scaling (no ties: times 1e5, one key takes every weight): every entry an
+    even integer, so that each score and partial sum, also scaled by 1 / sqrt(4), is exact in
+    float16 and bfloat16 (and times 1e5 in float32)."""
+    g = torch.Generator().manual_seed(64)  # a seed whose rows have no two scores closer than 4
+    q = torch.cat([torch.tensor([[800.0, 0.0, -800.0], [-800.0, 800.0, 0.0]])[..., None],
+                   2.0 * torch.randint(-2, 3, (2, 3, 3), generator=g)], dim=-1)
+    k = torch.cat([torch.ones(2, 4, 1), 2.0 * torch.randint(-2, 3, (2, 4, 3), generator=g)],
+                  dim=-1)
+    return q, k, torch.randn(2, 4, 3, generator=g)
+
+
+def _matrix_sdpa(fn):
+    """scaled_dot_product_attention under every condition of the matrix."""
+    __tracebackhide__ = True
+    g = torch.Generator().manual_seed(412)
+
+    def qkv(n_q, n_k, d, d_v):
+        return tuple(torch.randn(2, n, dd, generator=g) for n, dd in ((n_q, d), (n_k, d),
+                                                                      (n_k, d_v)))
+
+    cases = [
+        ("queries (2, 3, 4), keys (2, 5, 4), values (2, 5, 3), valid_lens [[1, 3, 5], "
+         "[2, 0, 4]]", (*qkv(3, 5, 4, 3), torch.tensor([[1, 3, 5], [2, 0, 4]]))),
+        ("queries (2, 3, 4), keys (2, 1, 4), values (2, 1, 2) (one key), valid_lens [1, 0]",
+         (*qkv(3, 1, 4, 2), torch.tensor([1, 0]))),
+        ("queries (2, 3, 4), keys (2, 4, 4), values (2, 4, 3) whose score rows lie far apart "
+         "within one example (near 400, 0 and -400), valid_lens [[4, 3, 2], [2, 4, 3]]",
+         (*_far_apart_qkv(), torch.tensor([[4, 3, 2], [2, 4, 3]]))),
+        ("queries (2, 2, 3), keys (2, 3, 3), values (2, 3, 2), valid_lens None",
+         (*qkv(2, 3, 3, 2), None)),
+    ]
+    expect_conditions(
+        fn, lambda q, k, v, lens: _attend(q, k, v, lens), cases,
+        name="scaled_dot_product_attention", differentiable=(0, 1, 2),
+        conditions=STANDARD + tuple(scaled(
+            1e5, (0,), "queries times 1e5 (scores beyond float16's range)", _BEYOND_HINT)),
+        hint="output = softmax(Q K^T / sqrt(d), masked) V, with the values (not the keys) "
+             "and torch.bmm or @ over the batch.")
+    expect_conditions(fn, lambda q, k, v, lens: _attend(q, k, v, lens), cases,
+                      name="scaled_dot_product_attention", conditions=_NO_GRAD)
