@@ -554,3 +554,38 @@ def test_a_view_of_non_contiguous_encoder_outputs_is_caught():
     rejects(checks.check_bahdanau_step,
             redteam_entry("round11_ch04_bahdanau", "W_20_view_enc_outputs"),
             "not contiguous in memory", "view size is not compatible", "Use .reshape()")
+
+
+# The condition matrix (issue 12, session 12): wrong steps that only its conditions reject.
+def _bfloat16_in_float32(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+    """bfloat16 computed right, the results cast to float32 'for the loss'."""
+    out = step(decoder, token, hidden_state, enc_outputs, enc_valid_lens)
+    return tuple(o.float() for o in out) if hidden_state.dtype == torch.bfloat16 else out
+
+
+def _bfloat16_without_grad(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+    """bfloat16 (taken for inference only) run under torch.no_grad()."""
+    if hidden_state.dtype == torch.bfloat16:
+        with torch.no_grad():
+            return step(decoder, token, hidden_state, enc_outputs, enc_valid_lens)
+    return step(decoder, token, hidden_state, enc_outputs, enc_valid_lens)
+
+
+def _one_sequence_for_all(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+    """An expanded enc_outputs (stride 0) taken as one sequence: the step run for example 0
+    only and its results repeated over the batch (the states of the batch differ)."""
+    if enc_outputs.stride(0) == 0:
+        logits, state, weights = step(decoder, token[:1], hidden_state[:, :1],
+                                      enc_outputs[:1], enc_valid_lens[:1])
+        batch = enc_outputs.shape[0]
+        return (logits.expand(batch, -1), state.expand(-1, batch, -1),
+                weights.expand(batch, -1))
+    return step(decoder, token, hidden_state, enc_outputs, enc_valid_lens)
+
+
+@pytest.mark.parametrize("fn, fragments", [
+    (_bfloat16_in_float32, ("dtype torch.float32", "bfloat16 arguments")),
+    (_bfloat16_without_grad, ("no gradient can flow back", "bfloat16 arguments")),
+    (_one_sequence_for_all, ("expanded along its first axis",))])
+def test_the_condition_matrix_rejects_steps_the_cases_miss(fn, fragments):
+    rejects(checks.check_bahdanau_step, fn, *fragments)

@@ -1,11 +1,12 @@
 """Checker for chapter 4's exercise: one step of Bahdanau's attention decoder, by hand."""
+import contextlib
 import copy
 
 import torch
 
 from ..seq2seq import Seq2SeqAttentionDecoder
-from ._core import _learner_line, call, checker, cotangents, expect_close, \
-    expect_gradients, expect_tensor, fail, is_close, worst
+from ._core import STANDARD, _learner_line, call, checker, cotangents, expect_close, \
+    expect_conditions, expect_gradients, expect_tensor, fail, is_close, worst
 
 
 class _NoShortcut(torch.nn.Module):
@@ -203,17 +204,26 @@ def _without_shortcut(fn, decoder, *args, case, stale):
     """Call the learner's step with decoder.attention(...) (and so decoder(...)) disabled, and
     with `stale` weights left in decoder.attention.attention_weights and
     decoder.attention_weights, as an earlier step of decoder(...) would leave them."""
+    with _shortcut_blocked(decoder, stale):
+        saved = _decoder_state(decoder)
+        result = call(fn, decoder, *args, name="bahdanau_step", case=case,
+                      hint_on_error=_gru_hint)
+        _expect_decoder_unchanged(decoder, saved, case)
+        return result
+
+
+@contextlib.contextmanager
+def _shortcut_blocked(decoder, stale):
+    """Within the block, decoder.attention(...) (and so decoder(...)) fails the check, and
+    `stale` weights lie in decoder.attention.attention_weights and decoder.attention_weights,
+    as an earlier step of decoder(...) would leave them."""
     forward, cls = decoder.attention.forward, type(decoder.attention)
     cls_forward = cls.__dict__.get("forward")
     decoder.attention.forward = _NoShortcut().forward
     cls.forward = _blocked_forward  # also AdditiveAttention.forward(decoder.attention, ...)
     decoder.attention.attention_weights = decoder.attention_weights = stale
-    saved = _decoder_state(decoder)
     try:
-        result = call(fn, decoder, *args, name="bahdanau_step", case=case,
-                      hint_on_error=_gru_hint)
-        _expect_decoder_unchanged(decoder, saved, case)
-        return result
+        yield
     finally:
         _forget_weights(decoder)
         if cls_forward is None:
@@ -819,3 +829,62 @@ def check_bahdanau_step(fn):
             "call's enc_outputs, not to this one's).")
     if pending:
         fail(*pending)
+    _matrix_bahdanau(fn)
+
+
+# -- The condition matrix (issue 12, session 12) ---------------------------------------------
+# The step ends with the condition matrix (_core.expect_conditions) on its tensor arguments,
+# the decoder fixed: two small cases run as given, on a second call with other tokens, states,
+# encoder outputs and lengths of the same shapes, non-contiguous, expanded (stride 0), in
+# float64, float16 and bfloat16 (the decoder given in that dtype: a copy converted before
+# the call, its parameters rounded to bfloat16 first, so that every dtype's decoder holds the
+# same numbers as the float64 reference's), values and the gradients of hidden_state and
+# enc_outputs. Not covered by the matrix (the cases above cover them): the gradients of the
+# decoder's parameters, other decoders (layers, attention sizes, dropout, training mode), and
+# scores beyond float16's range: the scores are w_v(tanh(...)), bounded by the decoder's
+# w_v whatever the arguments, so no scaled() condition can push them there (the cases with
+# w_v scaled by 400 and the far-apart scores do, with a decoder built for them).
+
+def _matrix_decoders():
+    """{dtype: the same 2-layer decoder (parameters rounded to bfloat16) in that dtype}."""
+    with torch.random.fork_rng():
+        torch.manual_seed(413)
+        decoder = Seq2SeqAttentionDecoder(13, 8, 12, num_layers=2, attention_size=10).eval()
+    with torch.no_grad():
+        for p in decoder.parameters():
+            p.copy_(p.bfloat16().float())
+    return {dtype: copy.deepcopy(decoder).to(dtype) for dtype in (
+        torch.float32, torch.float64, torch.float16, torch.bfloat16)}
+
+
+def _matrix_bahdanau(fn):
+    """bahdanau_step under every condition of the matrix (its tensor arguments)."""
+    __tracebackhide__ = True
+    decoders = _matrix_decoders()
+
+    def learner(token, hidden_state, enc_outputs, valid_lens):
+        decoder = decoders[hidden_state.dtype]
+        stale = _stale_weights(valid_lens, enc_outputs.shape[1], hidden_state.dtype)
+        with _shortcut_blocked(decoder, stale):
+            return fn(decoder, token, hidden_state, enc_outputs, valid_lens)
+
+    def reference(token, hidden_state, enc_outputs, valid_lens):
+        return _reference(decoders[torch.float64], token, hidden_state, enc_outputs,
+                          valid_lens)
+
+    g = torch.Generator().manual_seed(414)
+
+    def args(batch, steps, lens):
+        return (torch.randint(4, 13, (batch,), generator=g),
+                torch.randn(2, batch, 12, generator=g),
+                torch.randn(batch, steps, 12, generator=g), torch.tensor(lens))
+
+    expect_conditions(
+        learner, reference,
+        [("2 layers, batch 3, 4 encoder steps, valid lengths [4, 0, 2]", args(3, 4, [4, 0, 2])),
+         ("2 layers, batch 2, 1 encoder step (one key), valid lengths [1, 0]",
+          args(2, 1, [1, 0]))],
+        name="bahdanau_step", differentiable=(1, 2), conditions=STANDARD,
+        hint="compare your step with the chapter's decoder on these inputs: query = "
+             "hidden_state[-1], score = w_v(tanh(W_q(query) + W_k(enc_outputs))), masked "
+             "softmax, context = weights @ enc_outputs, GRU input cat([context, embedding]).")
