@@ -784,3 +784,54 @@ def test_alibi_round11_bfloat16_distances_are_told_close_but_not_exact():
                    "num_heads=16, n=300", "distance 257", "close but not exact",
                    "bfloat16")
     assert "linear in the distance" not in text
+
+
+# -- The condition matrix (issue 12, session 12) ------------------------------------------------
+
+def rope_positions_by_memory(x, positions):
+    """Wrong: reads the positions by memory layout (as_strided with stride 1), which is
+    another tensor's memory when positions is a non-contiguous slice."""
+    return rope(x, torch.as_strided(positions, (len(positions),), (1,)))
+
+
+def rope_single_pair_half_detached(x, positions):
+    """Wrong: d = 2 in the half dtypes taken through a detached float32 copy."""
+    if x.dtype in (torch.float16, torch.bfloat16) and x.shape[-1] == 2:
+        return rope(x.detach().float(), positions).to(x.dtype)
+    return rope(x, positions)
+
+
+_MEMO = {}
+
+
+def rope_memo_by_sums(x, positions):
+    """Wrong: the output memoised under x's shape, dtype and sum and the positions' sum (a
+    second call with the same numbers in other places gets the first call's output)."""
+    key = (x.shape, x.dtype, float(x.detach().double().sum()), int(positions.sum()))
+    out = rope(x, positions)
+    return out - out.detach() + _MEMO.setdefault(key, out.detach())
+
+
+def test_rope_condition_matrix_catches_what_the_other_cases_do_not(monkeypatch):
+    check = checks.check_apply_rope
+    wrong = [(rope_positions_by_memory, ("every argument non-contiguous",
+                                         "index by shape and never by memory layout")),
+             (rope_single_pair_half_detached, ("(d = 2, a single pair)",
+                                               "float16 arguments",
+                                               "no gradient can flow back")),
+             (rope_memo_by_sums, ("a second call, with other values",
+                                  "nothing may be kept between calls"))]
+    for fn, fragments in wrong:
+        _MEMO.clear()
+        rejects(check, fn, *fragments)
+    monkeypatch.setattr(checks, "_rope_matrix", lambda fn: None)
+    for fn, _ in wrong:                      # only the matrix rejects them
+        _MEMO.clear()
+        accepts(check, fn)
+
+
+def test_alibi_condition_matrix_passes_the_right_fills_above_the_diagonal():
+    """The matrix compares only the entries at and below the diagonal: any fill above it
+    that the exercise allows passes (the checker's own cases refuse NaN and +inf there)."""
+    for fn in (alibi, alibi_masked_above, alibi_symmetric):
+        checks._alibi_matrix(fn)
