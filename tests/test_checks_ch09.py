@@ -1081,7 +1081,7 @@ def _step_plain(q, k, v, past_keys, past_values, shift=None):
     return e / e.sum(-1, keepdim=True) @ values, keys, values
 
 
-def step_float64_without_max(q, k, v, past_keys, past_values):  # wrong: exp(scores), float64
+def step_float64_without_max(q, k, v, past_keys, past_values):  # wrong: float64 exp(scores)
     shift = (lambda s: 0.0) if q.dtype == torch.float64 else None
     return _step_plain(q, k, v, past_keys, past_values, shift)
 
@@ -1112,7 +1112,7 @@ def test_attention_step_condition_matrix_catches_what_the_other_cases_do_not(mon
                                          "contains NaN", "each row's maximum")),
              (step_float64_batch_max, ("q times 1e5 (scores near 1e5), float64",
                                        "never one maximum for the whole batch")),
-             (step_memo_by_fingerprint, ("a second call, with other values of the same shapes",
+             (step_memo_by_fingerprint, ("a second call, with other values",
                                          "nothing may be kept between calls"))]
     for fn, fragments in wrong:
         _FINGERPRINTS.clear()

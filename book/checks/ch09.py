@@ -6,8 +6,8 @@ import math
 import torch
 
 from ._core import FLOAT64, FLOAT64_TOL, INPLACE_HINT, STANDARD, CheckFailed, Condition, \
-    call, checker, expect_conditions, expect_float64_accuracy, expect_tensor, fail, passed, \
-    scaled, view_hint
+    call, checker, expect_conditions, expect_float64_accuracy, expect_tensor, fail, \
+    passed, scaled, view_hint
 
 # -- Exercise 9.1: top-p ----------------------------------------------------------------------
 
@@ -281,8 +281,8 @@ def _top_p_matrix(fn):
     large = tuple(scaled(1e5, (0,), "logits times 1e5", TOP_P_LARGE_HINT))
     kwargs = dict(name="top_p_filter", differentiable=(0,), outputs=_softmax_of)
     expect_conditions(fn, _top_p_reference, cases, conditions=STANDARD + large, **kwargs)
-    # Rows near +-1000 in float64 fail by overflow (exp without a row maximum), not by float32
-    # accuracy (told last, apart): the float64 condition gets the overflow hint.
+    # Rows near +-1000 in float64 fail by overflow (exp without a row maximum), not by
+    # float32 accuracy (told last, apart): the float64 condition gets the overflow hint.
     expect_conditions(fn, _top_p_reference, [far], conditions=tuple(
         _far_float64(TOP_P_LARGE_HINT) if c is FLOAT64 else c for c in STANDARD) + large,
         **kwargs)
