@@ -498,3 +498,58 @@ def test_round11_right_variants_pass_the_scores_beyond_float16():
                           for i in range(0, Q.shape[1], chunk_size)], dim=1)
     accepts(checks.check_chunked_attention, lse)
     accepts(checks.check_chunked_attention, split_scale)
+
+
+# -- The condition matrix (session 12): wrong solutions only the matrix rejects -----------
+
+def _chunks(Q, K, V, chunk_size, detach_half_total=False):
+    outs = []
+    for i in range(0, Q.shape[1], chunk_size):
+        scores = Q[:, i:i + chunk_size] @ K.transpose(1, 2) / math.sqrt(Q.shape[-1])
+        exps = (scores - scores.amax(-1, keepdim=True)).exp()
+        total = exps.sum(-1, keepdim=True)
+        if detach_half_total and Q.dtype in (torch.float16, torch.bfloat16):
+            total = total.detach()
+        outs.append(exps / total @ V)
+    return torch.cat(outs, dim=1)
+
+
+def _chunked_half_detached_total(Q, K, V, chunk_size):
+    return _chunks(Q, K, V, chunk_size, detach_half_total=True)
+
+
+_KEYS_MEMO = {}
+
+
+def _chunked_training_cache_of_keys(Q, K, V, chunk_size):
+    """While training, K^T / sqrt(d) is kept per shape ('K does not change within a step')."""
+    key = (K.shape, K.dtype, K.requires_grad)
+    if K.requires_grad and key in _KEYS_MEMO:
+        keys_t = _KEYS_MEMO[key]
+    else:
+        keys_t = K.transpose(1, 2) / math.sqrt(K.shape[-1])
+        if K.requires_grad:
+            _KEYS_MEMO[key] = keys_t.detach()
+    return torch.cat([torch.softmax(Q[:, i:i + chunk_size] @ keys_t, dim=-1) @ V
+                      for i in range(0, Q.shape[1], chunk_size)], dim=1)
+
+
+def _chunked_float32_when_training(Q, K, V, chunk_size):
+    """float64 with gradients computed in float32 ('float64 training is slow')."""
+    if Q.requires_grad and Q.dtype == torch.float64:
+        return _chunks(Q.float(), K.float(), V.float(), chunk_size).double()
+    return _chunks(Q, K, V, chunk_size)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (_chunked_half_detached_total, "the gradient with respect to argument 1 is wrong on "
+                                   "batch 2, 5 queries, 7 keys, d=3, value size 2, "
+                                   "chunk_size=2 (the last chunk has 1 query), float16"),
+    (_chunked_training_cache_of_keys, "a second call, with other values of the same shapes"),
+    (_chunked_float32_when_training, "from the float64 reference on batch 2, 5 queries, 7 "
+                                     "keys, d=3, value size 2, chunk_size=2 (the last chunk "
+                                     "has 1 query), float64 arguments"),
+])
+def test_check_chunked_condition_matrix_rejects(fn, fragment):
+    _KEYS_MEMO.clear()
+    rejects(checks.check_chunked_attention, fn, fragment)
