@@ -522,7 +522,7 @@ _KEYS_MEMO = {}
 
 
 def _chunked_training_cache_of_keys(Q, K, V, chunk_size):
-    """While training, K^T / sqrt(d) is kept per shape ('K does not change within a step')."""
+    """While training, K^T / sqrt(d) is kept per shape ('K is the same within a step')."""
     key = (K.shape, K.dtype, K.requires_grad)
     if K.requires_grad and key in _KEYS_MEMO:
         keys_t = _KEYS_MEMO[key]
@@ -542,13 +542,14 @@ def _chunked_float32_when_training(Q, K, V, chunk_size):
 
 
 @pytest.mark.parametrize("fn, fragment", [
-    (_chunked_half_detached_total, "the gradient with respect to argument 1 is wrong on "
-                                   "batch 2, 5 queries, 7 keys, d=3, value size 2, "
-                                   "chunk_size=2 (the last chunk has 1 query), float16"),
-    (_chunked_training_cache_of_keys, "a second call, with other values of the same shapes"),
-    (_chunked_float32_when_training, "from the float64 reference on batch 2, 5 queries, 7 "
-                                     "keys, d=3, value size 2, chunk_size=2 (the last chunk "
-                                     "has 1 query), float64 arguments"),
+    (_chunked_half_detached_total,
+     "the gradient with respect to argument 1 is wrong on batch 2, 5 queries, 7 keys, d=3, "
+     "value size 2, chunk_size=2 (the last chunk has 1 query), float16"),
+    (_chunked_training_cache_of_keys,
+     "a second call, with other values of the same shapes"),
+    (_chunked_float32_when_training,
+     "from the float64 reference on batch 2, 5 queries, 7 keys, d=3, value size 2, "
+     "chunk_size=2 (the last chunk has 1 query), float64 arguments"),
 ])
 def test_check_chunked_condition_matrix_rejects(fn, fragment):
     _KEYS_MEMO.clear()

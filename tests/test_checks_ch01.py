@@ -794,11 +794,13 @@ def _softmax_half_one_key_constant(scores):
 
 
 @pytest.mark.parametrize("fn, fragment", [
-    (_softmax_half_detached_sum, "is wrong on a (2, 3, 5) batch of scores, float16 arguments"),
-    (_softmax_batches_in_float32, "from the float64 reference on a (2, 3, 5) batch of "
-                                  "scores, float64 arguments"),
-    (_softmax_half_one_key_constant, "no gradient can flow back through softmax on a (3, 1) "
-                                     "matrix (one key per row), float16 arguments"),
+    (_softmax_half_detached_sum,
+     "is wrong on a (2, 3, 5) batch of scores, float16 arguments"),
+    (_softmax_batches_in_float32,
+     "from the float64 reference on a (2, 3, 5) batch of scores, float64 arguments"),
+    (_softmax_half_one_key_constant,
+     "no gradient can flow back through softmax on a (3, 1) matrix (one key per row), "
+     "float16 arguments"),
 ])
 def test_check_softmax_condition_matrix_rejects(fn, fragment):
     rejects(checks.check_softmax, fn, fragment)
@@ -847,9 +849,9 @@ def _topk_training_cache(queries, keys, values, score, k):
 
 @pytest.mark.parametrize("fn, fragment", [
     (_topk_float16_min_fill, "queries times 1e5 (scores near 1e5 to 1e8), float32"),
-    (_topk_half_detached_denominator, "the gradient with respect to argument 1 is wrong on 4 "
-                                      "queries, 5 keys, d=3, value size 2, k=2, asymmetric "
-                                      "score q^T M k, float16 arguments"),
+    (_topk_half_detached_denominator,
+     "the gradient with respect to argument 1 is wrong on 4 queries, 5 keys, d=3, value "
+     "size 2, k=2, asymmetric score q^T M k, float16 arguments"),
     (_topk_training_cache, "a second call, with other values of the same shapes"),
 ])
 def test_check_topk_condition_matrix_rejects(fn, fragment):

@@ -507,7 +507,9 @@ def _epanechnikov_training_cache(queries, keys, values, width):
 def _epanechnikov_as_strided(queries, keys, values, width):
     """Broadcast without copying by strides that assume contiguous 1-D inputs."""
     n_q, n_k = queries.shape[0], keys.shape[0]
-    u = (queries.as_strided((n_q, n_k), (1, 0)) - keys.as_strided((n_q, n_k), (0, 1))) / width
+    rows = queries.as_strided((n_q, n_k), (1, 0))
+    columns = keys.as_strided((n_q, n_k), (0, 1))
+    u = (rows - columns) / width
     return _epanechnikov(queries, keys, values, width, u)
 
 
