@@ -583,12 +583,12 @@ def _topk_matrix(fn):
     key feature of 1). Each runs as given, called again with other values, non-contiguous,
     expanded (every query and key equal: all keys tie and are kept), in float64, and with
     the queries times 1e5 (scores near 1e5 to 1e8) in float32 and float64; the first two
-    also in float16 and bfloat16 (their scores are some units apart, so rounding them to the
-    half dtype keeps the same top k). Dropped for the far rows: float16 and bfloat16, where
-    a score near 1000 is rounded by up to 0.25 (bfloat16: 2), which moves a right half
-    computation's weights far from the reference's (rows far apart are the float32 and
-    float64 conditions' job). Outputs and weights, and their gradients, against the float64
-    reference on the same scores."""
+    also in float16 and bfloat16 (each query's 2nd and 3rd best scores are at least 1.1
+    apart, so that a half-precision computation keeps the same top k). Dropped for the far
+    rows: float16 and bfloat16, where a score near 1000 is rounded by up to 0.25 (bfloat16:
+    2), which moves a right half computation's weights far from the reference's (rows far
+    apart are the float32 and float64 conditions' job). Outputs and weights, and their
+    gradients, against the float64 reference on the same scores."""
     g = torch.Generator().manual_seed(121)
     M = torch.randn(3, 3, generator=g)
 
