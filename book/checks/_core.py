@@ -762,7 +762,9 @@ REPEAT = Condition(
 
 def expanded(which):
     """EXPANDED for the arguments at positions `which` only."""
-    return Condition(f"{EXPANDED.label[:-1]}; arguments {', '.join(str(i + 1) for i in which)})",
+    names = ", ".join(str(i + 1) for i in which)
+    return Condition(f"arguments {names} expanded along their first axis (x[:1].expand_as(x), "
+                     "stride 0)",
                      change=lambda a: _map_tensors(a, _expanded, which), hint=EXPANDED.hint)
 
 
