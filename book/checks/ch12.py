@@ -13,7 +13,8 @@ import re
 
 import torch
 
-from ._core import call, checker, expect_tensor, fail, passed
+from ._core import (BFLOAT16, EXPANDED, FLOAT16, INTEGER, NONCONTIGUOUS, PLAIN, REPEAT,
+                    Condition, call, checker, expect_conditions, expect_tensor, fail, passed)
 
 # (batch, channels, height, width, patch_size): the chapter's digits first, then the inputs
 # that catch a solution right only on square images, one channel, batch 1 or one patch size.
@@ -442,6 +443,7 @@ def check_patchify(fn):
         _expect_rejection(fn, (torch.zeros(shape), p), "patchify", _case(shape, p),
                           must_name, f"its {side}, {must_name}, is not a multiple of "
                                      f"patch_size={p}", side, patch_size=str(p))
+    _patchify_conditions(fn)  # the condition matrix (issue 12), last
     return passed("patchify")
 
 
@@ -649,7 +651,113 @@ def check_unpatchify(fn):
         case = f"patches of shape {tuple(patches.shape)} with patch_size={p}, image_size={size}"
         _expect_rejection(fn, (patches, p, size), "unpatchify", case, must_name, wrong,
                           side)
+    _unpatchify_conditions(fn)  # the condition matrix (issue 12), last
     return passed("unpatchify")
 
 
 
+
+
+# -- The condition matrix (issue 12, session 12) ------------------------------------------
+# _core.expect_conditions runs four small cases of each exercise as given, on a second call
+# with other values of the same shapes, non-contiguous, expanded (stride 0), in float64
+# (with digits float32 cannot hold), float16 and bfloat16, with inf and -inf among the
+# numbers, and with arguments that do not require grad (twice, so that an output buffer
+# or an in-place shortcut kept for such calls shows); then in int64. Values and gradients
+# are compared within float32's rounding in float32 and float64 (atol = rtol = 1e-7,
+# gradients 1e-6: each number is moved, never computed; only the seeded float64 upstream
+# gradient is rounded to float32 on its way back, and an expanded argument's gradient sums
+# two of them; float64 results are held to 1e-10 as everywhere); the half dtypes get
+# _core's 32 eps, and the checker's own cases above compare them exactly. No new_tensor:
+# the exercises do not ask for one, and a reshape may return a view (one patch per image).
+# int64 is judged only when the function returns: the exercises list floating dtypes only,
+# so refusing an integer tensor (F.unfold and F.fold have no integer kernel, the chapter's
+# own way; an in-place x.mul_(1.0)) is allowed, but a result for one must be the integers
+# moved, in int64 (not a float computation).
+
+FLOAT64_DIGITS = Condition(
+    "float64 arguments (with digits that float32 cannot hold)", torch.float64,
+    change=lambda args: tuple(a * (1 + 2 ** -30) if isinstance(a, torch.Tensor) else a
+                              for a in args),
+    hint=FLOAT64_ROUNDED_HINT)
+
+
+def _with_infinities(t):
+    """t with inf at every 7th number and -inf at every 7th from the 4th (autograd-friendly:
+    t plus a constant tensor)."""
+    spots = torch.zeros(t.numel(), dtype=t.dtype)
+    spots[::7], spots[3::7] = float("inf"), float("-inf")
+    return t + spots.reshape(t.shape)
+
+
+INFINITIES = Condition(
+    "inf and -inf among the numbers", change=lambda args: tuple(
+        _with_infinities(a) if isinstance(a, torch.Tensor) else a for a in args),
+    hint="cutting patches and putting them back move numbers and compute none: a "
+         "convolution, matmul or einsum with one-hot weights adds 0 * x for every other "
+         "number, and 0 * inf is NaN. Move the numbers with reshape and permute (or unfold "
+         "/ fold), and do not replace inf (nan_to_num, clamp).")
+_INFERENCE_HINT = (
+    "arguments that do not require grad (inference, torch.no_grad()) need the same care: "
+    "never change an argument in place, and return a new tensor from every call (no "
+    "output buffer kept between calls).")
+_NO_GRAD = (Condition("arguments that do not require grad (inference)",
+                      hint=_INFERENCE_HINT),
+            Condition("arguments that do not require grad (inference), a second call with "
+                      "other values of the same shapes", change=REPEAT.change,
+                      hint=_INFERENCE_HINT))
+_CONDITIONS = (PLAIN, REPEAT, NONCONTIGUOUS, EXPANDED, FLOAT64_DIGITS, FLOAT16, BFLOAT16,
+               INFINITIES)  # STANDARD, float64 with digits float32 cannot hold, inf
+
+
+class _Refused(BaseException):
+    """The function raised on int64 arguments: allowed (see above). A BaseException, so
+    that _core.call lets it through instead of reporting a crash."""
+
+
+def _matrix(fn, reference, cases, name, hint):
+    """The conditions above on `cases`: values and gradients, then without gradients, then
+    int64 unless the function refuses it."""
+    for conditions, grad in ((_CONDITIONS, (0,)), (_NO_GRAD, ())):
+        expect_conditions(fn, reference, cases, name=name, differentiable=grad,
+                          conditions=conditions, atol=1e-7, rtol=1e-7, hint=hint)
+
+    def integers(*args):
+        try:
+            return fn(*args)
+        except Exception as error:  # noqa: BLE001 - int64 is not among the listed dtypes
+            raise _Refused() from error
+    try:
+        expect_conditions(integers, reference, cases, name=name, conditions=(INTEGER,),
+                          hint=hint)
+    except _Refused:
+        pass
+
+
+def _patchify_conditions(fn):
+    """The condition matrix on five small cases: (2, 3, 4, 6) images with p = 2; the same
+    shape with p = 1 (a patch per pixel), and (1, 1, 4, 6) with p = 2 (batch 1, one
+    channel), so that a cache keyed on part of the arguments serves a wrong layout; one
+    patch per image, (2, 2, 3, 3) with p = 3; images taller than wide, (2, 1, 6, 4)."""
+    g = torch.Generator().manual_seed(1203)
+    cases = [(_case(shape, p), (torch.randn(shape, generator=g), p))
+             for shape, p in (((2, 3, 4, 6), 2), ((2, 3, 4, 6), 1), ((1, 1, 4, 6), 2),
+                              ((2, 2, 3, 3), 3), ((2, 1, 6, 4), 2))]
+    _matrix(fn, _patchify, cases, "patchify", _LAYOUT)
+
+
+def _unpatchify_conditions(fn):
+    """The condition matrix on six small cases: the patches of (2, 3, 4, 6) images with
+    p = 2; patches of that shape for a 6 x 4 image given as a torch.Size; one channel's
+    patches for the 4 x 6 image (a cache keyed on part of the arguments serves a wrong
+    layout); 4 patches (a square number) of a 2 x 8 image, batch 1; one patch per image,
+    p = 3; a patch per pixel, p = 1."""
+    g = torch.Generator().manual_seed(1204)
+    cases = [(f"patches of shape {shape} with patch_size={p}, image_size={size}",
+              (torch.randn(shape, generator=g), p, size))
+             for shape, p, size in (((2, 6, 12), 2, (4, 6)),
+                                    ((2, 6, 12), 2, torch.Size([6, 4])),
+                                    ((2, 6, 4), 2, (4, 6)), ((1, 4, 4), 2, (2, 8)),
+                                    ((2, 1, 18), 3, (3, 3)), ((2, 6, 2), 1, (2, 3)))]
+    _matrix(fn, _unpatchify, cases, "unpatchify",
+            _LAYOUT + " Undo patchify's steps in reverse order.")
