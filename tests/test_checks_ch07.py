@@ -678,3 +678,25 @@ def test_check_pre_norm_block_round11_prints_digits_that_differ():
     got = text.split("expected ")[1].split(" (largest")[0]
     want, seen = got.split(", got ")
     assert want != seen, text
+
+
+# -- Round 12 red team (tests/checker_redteam/round12_ch07_prenorm.py, writer C) -----------
+
+R12_PRENORM = {  # train-mode dropout faults, each named (they were told "a mask of your own")
+    "W_06_no_dropout_on_ffn": ("self.addnorm2.dropout is missing",),
+    "W_08_dropout_before_ffn": ("self.addnorm2.dropout is applied to the FFN's input",),
+    "W_17_attention_internal_dropout_off": ("the attention's own dropout",
+                                            "is off in train mode"),
+    "W_13_ffn_dropout_mask_from_attention": ("the FFN's dropout mask is drawn before the "
+                                             "attention runs",),
+    "W_22_dropout_shared_mask": ("one dropout mask, drawn before the attention runs, is used "
+                                 "for both sublayers",),
+    "W_15_dropout_only_in_train_when_lens_none": ("self.addnorm1.dropout is missing",),
+}
+
+
+@pytest.mark.parametrize("name", R12_PRENORM)
+def test_check_pre_norm_block_round12_names_the_dropout_fault(name):
+    text = rejects(checks.check_pre_norm_block, redteam_entry("round12_ch07_prenorm", name),
+                   *R12_PRENORM[name])
+    assert "torch.rand or torch.bernoulli" not in text

@@ -256,10 +256,74 @@ def _dropout_mistakes(block):
         Z = ln1(X)
         Y = X + F.dropout(att(Z, Z, Z, lens), q, True)
         return Y + F.dropout(ffn(ln2(Y)), q, True)
+
+    def one_dropped(X, lens, first=True, second=True, ffn_on_input=False,
+                    attention_on_input=False):
+        Z = ln1(X)
+        A = att(*(3 * (d1(Z) if attention_on_input else Z,)), lens)
+        Y = X + (d1(A) if first and attention_on_input != "only" else A)
+        if ffn_on_input:
+            return Y + ffn(d2(ln2(Y)))
+        return Y + (d2(ffn(ln2(Y))) if second else ffn(ln2(Y)))
+
+    def attention_eval(X, lens):
+        try:
+            att.eval()
+            Z = ln1(X)
+            A = att(Z, Z, Z, lens)
+        finally:
+            att.train()
+        Y = X + d1(A)
+        return Y + d2(ffn(ln2(Y)))
+
+    def ffn_mask_first(X, lens):
+        keep = d2(torch.ones_like(X))
+        Z = ln1(X)
+        Y = X + d1(att(Z, Z, Z, lens))
+        return Y + keep * ffn(ln2(Y))
+
+    def shared_mask(X, lens):
+        keep = d1(torch.ones_like(X))
+        Z = ln1(X)
+        Y = X + keep * att(Z, Z, Z, lens)
+        return Y + keep * ffn(ln2(Y))
+
+    drawn_early = ("(with the reference's seed the masks must be drawn where the reference "
+                   "draws them: the attention runs, with its own dropout, then "
+                   "self.addnorm1.dropout is called on its output, then "
+                   "self.addnorm2.dropout on the FFN's output)")
     return [(keep_prob, f"the dropouts drop a share 1 - {d1.p:g} = {1 - d1.p:g} of the "
                         f"entries, not the block's rate {d1.p:g}: the rate is the share "
                         "dropped, not the share kept."),
             (no_dropout, "no dropout is applied to the sublayer outputs."),
+            (lambda X, lens: one_dropped(X, lens, second=False),
+             "no dropout is applied to the FFN's output: self.addnorm2.dropout is missing "
+             "(Y + ffn(LN2(Y)) instead of Y + dropout2(ffn(LN2(Y))))."),
+            (lambda X, lens: one_dropped(X, lens, first=False),
+             "no dropout is applied to the attention's output: self.addnorm1.dropout is "
+             "missing (X + attention(...) instead of X + dropout1(attention(...)))."),
+            (lambda X, lens: one_dropped(X, lens, ffn_on_input=True),
+             "self.addnorm2.dropout is applied to the FFN's input, ffn(dropout2(LN2(Y))), "
+             "not to its output, dropout2(ffn(LN2(Y)))."),
+            (lambda X, lens: one_dropped(X, lens, attention_on_input="only"),
+             "self.addnorm1.dropout is applied to the attention's input, "
+             "attention(dropout1(LN1(X)), ...), not to its output."),
+            (lambda X, lens: one_dropped(X, lens, attention_on_input=True),
+             "self.addnorm1.dropout is applied twice, to the attention's input "
+             "attention(dropout1(LN1(X)), ...) and to its output: in train mode only the "
+             "sublayer's output is dropped."),
+            (attention_eval, "the attention's own dropout (on its attention weights, inside "
+                             "self.attention) is off in train mode: your forward puts "
+                             "self.attention in eval mode (or otherwise skips its dropout). "
+                             "That dropout is part of the sublayer and stays on in train "
+                             "mode, as in the chapter's block; the exercise's dropouts of "
+                             "addnorm1 and addnorm2 come on top of it."),
+            (ffn_mask_first, "the FFN's dropout mask is drawn before the attention runs "
+                             "(self.addnorm2.dropout called on a tensor of ones first, then "
+                             "multiplied in) " + drawn_early + "."),
+            (shared_mask, "one dropout mask, drawn before the attention runs, is used for "
+                          "both sublayers: each sublayer's output needs its own mask, "
+                          + drawn_early[1:-1] + "."),
             (on_sum, "dropout is applied to the residual sum X + Sublayer(...), which also "
                      "drops entries of X itself."),
             (on_input, "dropout is applied to the sublayer's input LN(X), not its output.")]
@@ -994,8 +1058,11 @@ def _own_dropout(block, ref, X, valid_lens):
                 "dropouts, self.addnorm1.dropout and self.addnorm2.dropout (nn.Dropout "
                 "rescales): " + _FORMULA)
     if scaled.any() and not one.any():
-        return ("your dropout has the right rate and scale, but its mask is your own "
-                "(torch.rand or torch.bernoulli), so with the reference's seed it drops "
-                "other entries: use the block's own dropouts, self.addnorm1.dropout and "
-                "self.addnorm2.dropout, as the exercise asks: " + _FORMULA)
+        return ("your dropout has the right rate and scale, but with the reference's seed "
+                "it drops other entries than the reference: its mask is your own "
+                "(torch.rand, torch.bernoulli), or drawn at another point of forward. The "
+                "masks must come from the block's own dropouts, drawn where the reference "
+                "draws them (the attention runs with its own dropout on, then "
+                "self.addnorm1.dropout on its output, then self.addnorm2.dropout on the "
+                "FFN's output), each called once: " + _FORMULA)
     return None
