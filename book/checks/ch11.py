@@ -7,8 +7,10 @@ import torch
 import torch.nn.functional as F
 
 from ..cost import peak_memory
-from ._core import (CheckFailed, call, checker, expect_close, expect_float64_accuracy,
-                    expect_gradients, expect_tensor, fail, forbidden, is_close, view_hint)
+from ._core import (BFLOAT16, EXPANDED, Condition, FLOAT16, FLOAT64, NONCONTIGUOUS, PLAIN, REPEAT,
+                    STANDARD, CheckFailed, call, checker, expect_close, expect_conditions,
+                    expect_float64_accuracy, expect_gradients, expect_tensor, fail,
+                    forbidden, is_close, scaled, view_hint)
 
 SDPA = [(F, "scaled_dot_product_attention")]
 SDPA_WHY = "the exercise asks you to write the attention yourself."
@@ -444,13 +446,17 @@ def check_online_softmax_attention(fn):
     bfloat16 values beyond float16's range), gradients (float32, float16, bfloat16, and
     with one key), and a peak memory bounded by the block size (float32, float64, float16
     and bfloat16): no (n, n) matrix or mask, and no (num_queries, num_keys) scores for few
-    queries and many keys."""
+    queries and many keys. Last, the condition matrix (_online_conditions): small cases,
+    one key and one block holding every key among them, as given, called again with other
+    values, non-contiguous, expanded, in float64, float16 and bfloat16, with scores near
+    1e5, and with query rows far apart; values, gradients, and a new tensor."""
     _check_online_values(fn, half=False)
     _check_online_gradients_and_memory(fn)
     # float16 last: a mix of float16 and float32 inside fails there, and a fault found by
     # the cases above is better named by them.
     _check_online_values(fn, half=True)
     _check_online_half_gradients_and_memory(fn)
+    _online_conditions(fn)  # the condition matrix (issue 12), last
 
 
 def _runs_in(fn, dtype):
@@ -879,7 +885,11 @@ def check_grouped_query_attention(fn):
     subtraction and the precision); gradients (float32, float16, bfloat16, and with one
     key); a ValueError (not another error, nor a result) when num_kv_heads does not divide
     num_heads (4 key-value heads for 6 query heads, and for 2). A scale a little off, or
-    a step rounded to float16, is named."""
+    a step rounded to float16, is named. Last, the condition matrix (_gqa_conditions):
+    small cases (one key-value head, as many as query heads, one key) as given, called
+    again with other values, non-contiguous, expanded, in float64, float16 and bfloat16,
+    with scores near 1e5, and with query rows far apart; values, gradients, and a new
+    tensor."""
     seen = {}  # the K and V of an earlier case, by shapes
     for case, (Q, K, V) in _gqa_cases():
         given = [Q.clone(), K.clone(), V.clone()]
@@ -1013,6 +1023,7 @@ def check_grouped_query_attention(fn):
     with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
         expect_gradients(fn, _gqa, inputs, name="grouped_query_attention", case=case)
     _expect_kv_heads_refused(fn)
+    _gqa_conditions(fn)  # the condition matrix (issue 12), last
 
 
 def _expect_kv_heads_refused(fn):
@@ -1062,3 +1073,182 @@ def _expect_kv_heads_refused(fn):
                 "left out (or shared unevenly) without a word.")
         fail(f"grouped_query_attention returned a result ({shape}) on {case} instead of a "
              f"ValueError: {what}", fix)
+
+
+# -- The condition matrix (issue 12, session 12) ------------------------------------------
+# _core.expect_conditions runs a few small cases of each exercise as given, on a second
+# call with other values of the same shapes, non-contiguous, expanded (stride 0), in
+# float64 (1e-10, told last), float16 and bfloat16, and with the scores times 1e5 in float32
+# and float64; values and gradients against the float64 reference, and the output must be
+# a new tensor (both exercises ask for one). A case whose query rows lie far apart (score
+# offsets of -1000 to +1000 between rows, exact in float32) runs in float32 and float64
+# only: there a right computation in float16 or bfloat16 rounds the scores themselves by up
+# to 0.5 (bfloat16: 4), far beyond 32 eps of the weights, and the rulings let both
+# exercises compute in the half dtype (float16 accumulators in the online softmax, the
+# scale applied after a float16 Q K^T in GQA). The half conditions keep the general cases
+# at scores of a few units, where such right solutions stay within 32 eps (measured: see
+# the checkers' docstrings).
+
+_EXACT = (PLAIN, REPEAT, NONCONTIGUOUS, EXPANDED, FLOAT64)  # STANDARD less the half dtypes
+TRANSPOSED = Condition(
+    "Q, K and V made by .transpose(1, 2) (not contiguous, as after a projection and a head "
+    "split)", change=lambda args: tuple(
+        a.transpose(1, 2).contiguous().transpose(1, 2) if isinstance(a, torch.Tensor) else a
+        for a in args),
+    hint="a transposed tensor is not contiguous in memory: use .reshape() (not .view()), "
+         "and never rely on the strides.")
+# Inference: arguments that do not require grad (run with differentiable=(): no gradient
+# is compared), on two calls of the same shapes, so that an in-place shortcut taken only
+# without autograd (Q.mul_(scale)) or an output buffer kept for such calls shows.
+_INFERENCE_HINT = (
+    "arguments that do not require grad (inference, torch.no_grad()) need the same care: "
+    "never change an argument in place, and return a new tensor from every call (no "
+    "output buffer kept between calls).")
+_NO_GRAD = (Condition("arguments that do not require grad (inference)",
+                      hint=_INFERENCE_HINT),
+            Condition("arguments that do not require grad (inference), a second call with "
+                      "other values of the same shapes", change=REPEAT.change,
+                      hint=_INFERENCE_HINT))
+_HALF_HIGH = "Q times 4 (exp() of a score above 11.09 overflows float16)"
+_BF16_HIGH = "V times 1e5 (values beyond float16's largest number, 65504)"
+_HALF_HIGH_HINT = (
+    "in float16, exp() overflows to inf above 11.09 (e^11.09 = 65504, float16's largest "
+    "number), and inf / inf is NaN: take every exp() after subtracting the running "
+    "maximum (exp(s - m_new) and exp(m - m_new) are at most 1), or compute in float32 and "
+    "cast the result back to float16.")
+_HUGE_HINT = (
+    "scores of 1e5 are ordinary float32 and float64 numbers (beyond float16's 65504): "
+    "subtract each query's own maximum score before exp(), keep the scores as they are "
+    "(no clamp, no cast to float16), and hide keys with -inf, not a finite number.")
+_FAR_HINT = (
+    "each query's scores lie near its own offset here (-1000 to +1000): subtract each "
+    "query's own maximum, amax(dim=-1, keepdim=True), not one maximum shared by a batch, "
+    "a head or several queries (exp() of another query's scores minus it underflows to 0, "
+    "and 0 / 0 is NaN), and compute in the input's dtype.")
+
+
+# Scores near +-1000 in float32: a right computation through the log-sum-exp (out = sum
+# exp(s - lse) v, lse = m + log(l), which the rulings allow) rounds lse at the scores'
+# scale, 1000 * 6e-8, so its weights are off by up to about 1e-4 (measured on the right
+# entries of the red-team tables: see the tests); the max-subtracting loop is within 1e-6.
+_FAR_TOL = 1e-3
+
+
+def _far_qk(g, q_lead, k_lead, m, n, offsets):
+    """Q and K (head size 4) whose scores are offsets[i] for query row i plus small dyadic
+    numbers: K's first coordinate is 1, Q's is 2 * offset, the others multiples of 1/4
+    (the scale 1/2 is exact too), so the scores themselves have no float32 rounding."""
+    Q = torch.randint(-4, 5, q_lead + (m, 4), generator=g).float() / 4
+    Q[..., 0] = 2 * torch.tensor(offsets, dtype=torch.float32)
+    K = torch.randint(-4, 5, k_lead + (n, 4), generator=g).float() / 4
+    K[..., 0] = 1.0
+    return Q, K
+
+
+def _online_conditions(fn):
+    """The condition matrix on four small cases (5 queries against 7 keys in blocks of 3;
+    causal with 6 keys in blocks of 4; one key; causal with one block holding every key)
+    under every condition, transposed inputs, the scores times 1e5 in float32 and float64,
+    times 4 in float16 (exp() overflows above 11.09 there), V times 1e5 in bfloat16 (beyond
+    float16's range), and arguments that do not require grad (twice: an in-place shortcut
+    or an output buffer kept for them shows); and two cases whose query rows lie near
+    -1000, -300, 0, +300 and +1000 under the float32 and float64 conditions. float16 and
+    bfloat16 are skipped for a function that fails on them (as in the checker's own
+    half-precision cases: earlier rounds accepted such solutions)."""
+    g = torch.Generator().manual_seed(1201)
+
+    def qkv(b, m, n, d, dv):
+        return (torch.randn(b, m, d, generator=g), torch.randn(b, n, d, generator=g),
+                torch.randn(b, n, dv, generator=g))
+    general = [
+        ("batch 2, 5 queries, 7 keys, d=3, value_dim=4, block_size=3 (the last block has 1 "
+         "key)", qkv(2, 5, 7, 3, 4) + (3, False)),
+        ("batch 2, 6 queries and keys, d=4, value_dim=3, block_size=4, causal",
+         qkv(2, 6, 6, 4, 3) + (4, True)),
+        ("batch 2, 3 queries, 1 key, d=4, value_dim=2, block_size=2 (one key)",
+         qkv(2, 3, 1, 4, 2) + (2, False)),
+        ("batch 2, 5 queries and keys, d=2, value_dim=3, block_size=8 (one block holds "
+         "every key), causal", qkv(2, 5, 5, 2, 3) + (8, True))]
+    Q, K = _far_qk(g, (2,), (2,), 5, 6, [-1000.0, -300.0, 0.0, 300.0, 1000.0])
+    far = [("batch 2, 5 queries, 6 keys, d=4, value_dim=3, block_size=4, each query's "
+            "scores near its own offset (-1000, -300, 0, +300, +1000)",
+            (Q, K, torch.randn(2, 6, 3, generator=g), 4, False)),
+           ("batch 2, 5 queries and keys, d=4, value_dim=3, block_size=2, causal, each "
+            "query's scores near its own offset (+1000, -1000, +300, -300, 0)",
+            _far_qk(g, (2,), (2,), 5, 5, [1000.0, -1000.0, 300.0, -300.0, 0.0])
+            + (torch.randn(2, 5, 3, generator=g), 2, True))]
+    half, beyond = (), ()
+    if _runs_in(fn, torch.float16):
+        half += (FLOAT16, *scaled(4.0, (0,), _HALF_HIGH, _HALF_HIGH_HINT,
+                                  dtypes=(torch.float16,)))
+    if _runs_in(fn, torch.bfloat16):
+        half += (BFLOAT16,)
+        beyond = tuple(scaled(1e5, (2,), _BF16_HIGH,
+                              _ONLINE_CASE_HINTS[_ONLINE_BEYOND_FLOAT16],
+                              dtypes=(torch.bfloat16,)))
+    extra = (TRANSPOSED, *scaled(1e5, (0,), "Q times 1e5 (scores near 1e5)", _HUGE_HINT))
+
+    def online_softmax_attention(Q, K, V, block_size, causal):
+        return fn(Q, K, V, block_size, causal=causal)
+    for cases, conditions, grad, tol, hint in (
+            (general, _EXACT + half + extra, (0, 1, 2), 1e-5, HINT),
+            (general[:2] + general[3:], beyond, (0, 1, 2), 1e-5, HINT),
+            (general, _NO_GRAD, (), 1e-5, HINT),
+            (far, _EXACT + (TRANSPOSED,), (0, 1, 2), _FAR_TOL, _FAR_HINT)):
+        with forbidden(SDPA, SDPA_WHY):
+            expect_conditions(online_softmax_attention,
+                              lambda Q, K, V, block, causal: _attention(Q, K, V, causal),
+                              cases, name="online_softmax_attention", differentiable=grad,
+                              conditions=conditions, new_tensor=True, hint=hint,
+                              atol=tol, rtol=max(tol, 1e-4))
+
+
+def _gqa_conditions(fn):
+    """The condition matrix on five small cases (6 query heads over 2 key-value heads; as
+    many key-value heads as query heads, with as many queries as keys; one key-value head;
+    one key, in a decoding step with 2 and 2 heads and with 4 query heads over 2) under
+    every condition, transposed inputs, the scores times 1e5 in float32 and float64, times
+    4 in float16 (above 11.09, where exp() overflows there), V times 1e5 in bfloat16
+    (beyond float16's range), and arguments that do not require grad (twice: an in-place
+    shortcut or an output buffer kept for them shows); and a case whose query rows lie
+    near -1000, 0 and +1000 (one key-value head for two query heads) under the float32 and
+    float64 conditions."""
+    g = torch.Generator().manual_seed(1202)
+
+    def qkv(b, h, kv, m, n, hs):
+        return (torch.randn(b, h, m, hs, generator=g),
+                torch.randn(b, kv, n, hs, generator=g),
+                torch.randn(b, kv, n, hs, generator=g))
+    general = [
+        ("batch 2, 6 query heads, 2 key-value heads, 3 queries, 5 keys, head size 3",
+         qkv(2, 6, 2, 3, 5, 3)),
+        ("batch 2, 3 query heads, 3 key-value heads (plain multi-head), 4 queries, 4 keys, "
+         "head size 2", qkv(2, 3, 3, 4, 4, 2)),
+        ("batch 2, 4 query heads, 1 key-value head (multi-query), 3 queries, 4 keys, head "
+         "size 2", qkv(2, 4, 1, 3, 4, 2)),
+        ("batch 2, 2 query heads, 2 key-value heads, 1 query, 1 key, head size 2 (one key, "
+         "a decoding step)", qkv(2, 2, 2, 1, 1, 2)),
+        ("batch 2, 4 query heads, 2 key-value heads, 2 queries, 1 key, head size 3 (one "
+         "key)", qkv(2, 4, 2, 2, 1, 3))]
+    Q, K = _far_qk(g, (2, 2), (2, 1), 3, 4, [-1000.0, 0.0, 1000.0])
+    far = [("batch 2, 2 query heads, 1 key-value head, 3 queries, 4 keys, head size 4, "
+            "each query's scores near its own offset (-1000, 0, +1000)",
+            (Q, K, torch.randn(2, 1, 4, 4, generator=g)))]
+    extra = (TRANSPOSED,
+             *scaled(1e5, (0,), "Q times 1e5 (scores near 1e5)", _HUGE_HINT),
+             *scaled(4.0, (0,), _HALF_HIGH, _HALF_OVERFLOW_HINT, dtypes=(torch.float16,)))
+    beyond = tuple(scaled(1e5, (2,), _BF16_HIGH, _FLOAT16_RANGE_HINT,
+                          dtypes=(torch.bfloat16,)))
+
+    def grouped_query_attention(Q, K, V):
+        return fn(Q, K, V)
+    for cases, conditions, grad, tol, hint in (
+            (general, STANDARD + extra, (0, 1, 2), 1e-5, None),
+            (general[:3], beyond, (0, 1, 2), 1e-5, None),
+            (general, _NO_GRAD, (), 1e-5, None),
+            (far, _EXACT + (TRANSPOSED,), (0, 1, 2), _FAR_TOL, _FAR_HINT)):
+        with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
+            expect_conditions(grouped_query_attention, _gqa, cases,
+                              name="grouped_query_attention", differentiable=grad,
+                              conditions=conditions, new_tensor=True, hint=hint,
+                              atol=tol, rtol=max(tol, 1e-4))

@@ -706,8 +706,10 @@ _NO_GRAD = (Condition("arguments that do not require grad (inference)",
             Condition("arguments that do not require grad (inference), a second call with "
                       "other values of the same shapes", change=REPEAT.change,
                       hint=_INFERENCE_HINT))
-_CONDITIONS = (PLAIN, REPEAT, NONCONTIGUOUS, EXPANDED, FLOAT64_DIGITS, FLOAT16, BFLOAT16,
-               INFINITIES)  # STANDARD, float64 with digits float32 cannot hold, inf
+# INFINITIES is left out for now: since _core 62b1a0b the reference gets r + (a - r), which
+# is NaN where a is inf (inf - inf), so every solution would fail; the checker's own inf and
+# NaN cases above cover it.
+_CONDITIONS = (PLAIN, REPEAT, NONCONTIGUOUS, EXPANDED, FLOAT64_DIGITS, FLOAT16, BFLOAT16)
 
 
 class _Refused(BaseException):
