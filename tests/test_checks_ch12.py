@@ -720,3 +720,47 @@ def test_round11_float64_values_rounded_to_float32_are_named_before_the_gradient
     text = rejects(checks.check_patchify, float64_transposed_patches,
                    "float64 random images", "The layout: patch k")
     assert "rounded" not in text
+
+
+# -- The condition matrix (session 12): wrongs that only it rejects -----------------------
+
+def _patch_times_one(images, patch_size):  # "make sure it is float": int64 -> float32
+    return patchify(images * 1.0, patch_size)
+
+
+def _patch_float_for_ints(images, patch_size):
+    if not images.is_floating_point():
+        images = images.float()
+    return patchify(images, patch_size)
+
+
+def _patch_result_type_zeros(images, patch_size):  # a zero buffer of result_type(x, 0.0)
+    y = patchify(images, patch_size)
+    return torch.zeros(y.shape, dtype=torch.result_type(images, 0.0)) + y
+
+
+@pytest.mark.parametrize("fn", [_patch_times_one, _patch_float_for_ints,
+                                _patch_result_type_zeros])
+def test_patchify_matrix_rejects_a_float_computation_for_integers(fn):
+    rejects(checks.check_patchify, fn, "int64 arguments", "has dtype torch.float32")
+
+
+def _unpatch_times_one(patches, patch_size, image_size):
+    return unpatchify(patches * 1.0, patch_size, image_size)
+
+
+def _unpatch_float_for_ints(patches, patch_size, image_size):
+    if not patches.is_floating_point():
+        patches = patches.float()
+    return unpatchify(patches, patch_size, image_size)
+
+
+def _unpatch_result_type_zeros(patches, patch_size, image_size):
+    y = unpatchify(patches, patch_size, image_size)
+    return torch.zeros(y.shape, dtype=torch.result_type(patches, 0.0)) + y
+
+
+@pytest.mark.parametrize("fn", [_unpatch_times_one, _unpatch_float_for_ints,
+                                _unpatch_result_type_zeros])
+def test_unpatchify_matrix_rejects_a_float_computation_for_integers(fn):
+    rejects(checks.check_unpatchify, fn, "int64 arguments", "has dtype torch.float32")
