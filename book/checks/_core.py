@@ -217,12 +217,13 @@ def call(fn, *args, name="your function", case="", hint_on_error=None, inplace_h
     before = _snapshot(args, kwargs)
     try:
         result = fn(*args, **kwargs)
-    except NotImplementedError:
-        failure = (f"{name} is not implemented yet: replace the `raise NotImplementedError(...)` "
-                   "line with your code.", None)
     except CheckFailed:
         raise
     except Exception as error:  # the learner's code crashed: say on what, and where
+        if isinstance(error, NotImplementedError) and "not implemented for" not in str(error):
+            fail(f"{name} is not implemented yet: replace the `raise NotImplementedError(...)` "
+                 "line with your code.")  # (a torch kernel's "not implemented for 'Long'" is
+            #                                a crash like any other)
         hint = hint_on_error(error) if hint_on_error is not None else None
         hint = hint or view_hint(error)
         if hint is None and any(words in str(error) for words in _DTYPE_ERRORS):
@@ -705,10 +706,12 @@ class Condition:
     operations (or returns None where it does not apply), and `hint` says what to fix."""
 
     def __init__(self, label, dtype=None, change=None, hint=None, gradients=True,
-                 no_grad=False):
+                 no_grad=False, same_tensors=False):
         self.label, self.dtype, self.change, self.hint = label, dtype, change, hint
         self.gradients = gradients  # False: compare values only under this condition
         self.no_grad = no_grad  # True: plain arguments, the call inside torch.no_grad()
+        self.same_tensors = same_tensors  # True: a first call, then new values written
+        #                                   into the same tensors, then the judged call
 
 
 def _map_tensors(args, function, which=None):
@@ -743,7 +746,10 @@ EXPANDED = Condition(
     change=lambda a: _map_tensors(a, _expanded),
     hint="an expanded tensor shares one memory location between its entries: do not write "
          "into an argument (in place), and do not rely on its strides.")
-FLOAT64 = Condition("float64 arguments", torch.float64, hint=FLOAT64_HINT)
+FLOAT64 = Condition(  # times 1 + 2^-30: digits that a float32 round trip loses
+    "float64 arguments", torch.float64, hint=FLOAT64_HINT,
+    change=lambda a: _map_tensors(a, lambda t: t * (1 + 2 ** -30) if t.is_floating_point()
+                                  else t))
 FLOAT16 = Condition(
     "float16 arguments", torch.float16,
     hint="float16 holds numbers up to 65504 with about 3 significant digits: subtract a "
@@ -776,7 +782,13 @@ NO_GRAD = Condition(
     hint="inference (torch.no_grad(), arguments without requires_grad) must give what "
          "training gives: no path of its own that writes into an argument, reuses a stored "
          "result or buffer, or skips a step.")
-STANDARD = (PLAIN, REPEAT, NO_GRAD, NONCONTIGUOUS, EXPANDED, FLOAT64, FLOAT16, BFLOAT16)
+SAME_TENSORS = Condition(
+    "the same tensors again, after new values were written into them",
+    same_tensors=True,
+    hint="a cache keyed on the tensors themselves (id(), data_ptr(), storage, "
+         "functools.lru_cache) returns a stale result once the caller writes new values "
+         "into them (as an optimizer does): compute from the values every call.")
+STANDARD = (PLAIN, REPEAT, NO_GRAD, SAME_TENSORS, NONCONTIGUOUS, EXPANDED, FLOAT64, FLOAT16, BFLOAT16)
 
 
 INTEGER = Condition(
@@ -835,6 +847,15 @@ def _cast(args, dtype, grad):
     return tuple(out), leaves
 
 
+def _rounded_like(r, a):
+    """r with the values of a (rounded in a's dtype), its gradient still reaching r's leaf."""
+    if not (isinstance(r, torch.Tensor) and r.is_floating_point() and isinstance(a, torch.Tensor)
+            and a.shape == r.shape):
+        return r
+    a = a.detach().to(r.dtype)
+    return torch.where(torch.isfinite(a), r + (a - r).detach(), a)
+
+
 def _half_tol(dtype, expected):
     eps = torch.finfo(dtype).eps
     scale = max(1.0, float(expected.detach().abs().nan_to_num(0, 0, 0).max())
@@ -843,7 +864,8 @@ def _half_tol(dtype, expected):
 
 
 def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditions=STANDARD,
-                      atol=1e-5, rtol=1e-4, outputs=None, new_tensor=False, hint=None):
+                      atol=1e-5, rtol=1e-4, outputs=None, new_tensor=False, hint=None,
+                      exact=False):
     """Run `fn` on every case under every condition and compare with `reference`.
 
     cases: [(words, args)], args a tuple of positional arguments (tensors and others);
@@ -851,7 +873,8 @@ def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditio
     first) and returns the expected result; differentiable: positions of the arguments whose
     gradients are compared (a seeded loss, reference in float64); outputs picks the tensors
     of a result (default: the tensor, or each tensor of a tuple); new_tensor: each output
-    must not share memory with an argument.
+    must not share memory with an argument; exact: values and gradients must be exact in
+    every dtype (pure data movement).
     """
     __tracebackhide__ = True
     pick = outputs or _as_list
@@ -863,19 +886,23 @@ def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditio
                 continue
             grad = () if condition.no_grad else differentiable
             args, leaves = _cast(base, dtype, grad)
-            exact = torch.float64 if dtype is None or dtype.is_floating_point else dtype
-            ref_args, ref_leaves = _cast(args, exact, grad)
+            wide = torch.float64 if dtype is None or dtype.is_floating_point else dtype
+            ref_args, ref_leaves = _cast(args, wide, grad)
             if condition.change is not None:
                 args, ref_args = condition.change(args), condition.change(ref_args)
                 if args is None:
                     continue
                 # the reference sees the very numbers the learner's code gets (a scaled
                 # float32 argument is rounded), with its gradient still reaching its leaf
-                ref_args = tuple(r + (a.detach().to(r.dtype) - r).detach()
-                                 if isinstance(r, torch.Tensor) and r.is_floating_point()
-                                 and isinstance(a, torch.Tensor) and a.shape == r.shape
-                                 else r for r, a in zip(ref_args, args))
+                ref_args = tuple(_rounded_like(r, a) for r, a in zip(ref_args, args))
             case = f"{words}, {condition.label}"
+            if condition.same_tensors:  # a first call, then new values in the same tensors
+                call(fn, *args, name=name, case=f"{words} (a first call)")
+                with torch.no_grad():
+                    for a, r in zip(args, ref_args):
+                        if isinstance(a, torch.Tensor) and a.is_floating_point():
+                            a.copy_(_other_values(a.detach().clone()))
+                            r.copy_(a.detach().to(r.dtype))
             with torch.no_grad() if condition.no_grad else contextlib.nullcontext():
                 result = call(fn, *args, name=name, case=case, hint_on_error=lambda error: (
                     INPLACE_ARGUMENT_HINT if "in-place" in str(error) else condition.hint))
@@ -885,14 +912,14 @@ def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditio
                 fail(f"{name} returned {len(got)} tensor(s) on {case}; expected {len(want)}.")
             for out, ref in zip(got, want):
                 _expect_condition_output(out, ref, args, name, case, condition, atol, rtol,
-                                         hint, new_tensor)
+                                         hint, new_tensor, exact)
             if leaves and condition.gradients and (dtype is None or dtype.is_floating_point):
                 _expect_condition_gradients(got, want, leaves, ref_leaves, name, case,
-                                            condition, atol, rtol, hint)
+                                            condition, atol, rtol, hint, exact)
 
 
 def _expect_condition_output(out, ref, args, name, case, condition, atol, rtol, hint,
-                             new_tensor):
+                             new_tensor, exact):
     __tracebackhide__ = True
     what = f"the output of {name}"
     floating = ref.is_floating_point()
@@ -911,13 +938,13 @@ def _expect_condition_output(out, ref, args, name, case, condition, atol, rtol, 
             fail(f"{what} is wrong on {case}: at index {where} expected {want:g}, got {got:g}.",
                  condition.hint or hint)
         return
-    tol = (_half_tol(out.dtype, ref) if out.dtype in (torch.float16, torch.bfloat16)
-           else dict(atol=atol, rtol=rtol))
+    tol = (dict(atol=0, rtol=0) if exact else _half_tol(out.dtype, ref)
+           if out.dtype in (torch.float16, torch.bfloat16) else dict(atol=atol, rtol=rtol))
     expect_close(out, ref, what=what, case=case, hint=condition.hint or hint, **tol)
 
 
 def _expect_condition_gradients(got, want, leaves, ref_leaves, name, case, condition, atol,
-                                rtol, hint):
+                                rtol, hint, exact=False):
     __tracebackhide__ = True
     lost_hint = condition.hint if condition in (REPEAT, FLOAT16, BFLOAT16) else DETACHED_HINT
     pairs = [(o, r) for o, r in zip(got, want) if r.is_floating_point()]
@@ -955,7 +982,8 @@ def _expect_condition_gradients(got, want, leaves, ref_leaves, name, case, condi
                  f"{ref[where].item():.4g}. The forward values are fine; the backward pass "
                  "is not.", condition.hint or hint)
         scale = max(1.0, float(ref.abs().max())) if ref.numel() else 1.0
-        tol = (_half_tol(grad.dtype, ref) if grad.dtype in (torch.float16, torch.bfloat16)
+        tol = (dict(atol=0, rtol=0) if exact else _half_tol(grad.dtype, ref)
+               if grad.dtype in (torch.float16, torch.bfloat16)
                else dict(atol=10 * atol * scale, rtol=10 * rtol))
         if not is_close(grad, ref, **tol):
             where, want, seen, diff = worst(grad, ref)
