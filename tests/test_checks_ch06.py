@@ -721,3 +721,26 @@ def test_the_upstream_gradients_batch_sums_are_far_apart():
     assert (values[1:] - values[:-1]).min() > 0.03 > 100 * ch06.GRAD_TOL
     assert values.abs().min() > 0.015
     assert torch.allclose(G.sum(0).double(), S)
+
+
+R12 = {  # round 12 (writer B): holes closed, and a message that names the fault
+    # dropout masks from a private generator seeded in __init__: the same masks under every
+    # caller's seed
+    "W_21_private_generator_dropout": ("once after torch.manual_seed(2)",
+                                       "drops the same entries",
+                                       "torch.Generator().manual_seed(...) made in __init__"),
+    # the PyTorch tutorial's default max_len=5000: 1001 positions accepted at the default
+    "W_22_default_max_len_5000": ("X of shape (1, 1001, 16) with cls(16, 0.0), max_len left "
+                                  "at its default", "max_len=1000"),
+    # the table clamped in place in forward: named as such, not as a slice kept
+    "W_15_clamp_table": ("changes your encoding's parameter `P` in place",
+                         "self.P.clamp_(...)"),
+}
+
+
+@pytest.mark.parametrize("name", R12)
+def test_round12_messages(name):
+    text = rejects(checks.check_learned_positional_encoding,
+                   redteam_entry("round12_ch06_learned_pe", name), *R12[name], args=(False,))
+    if name == "W_15_clamp_table":
+        assert "slice" not in text.split("Hint:")[0]

@@ -33,7 +33,7 @@ message is the same on every run):
    change of the parameters changes the output: no view of the table kept from __init__);
    the table follows max_len (max_len=1200, above the default 1000: at least 1200 x 16
    trainable numbers, and a sequence of 1200 accepted; with max_len left at its default,
-   1000 positions accepted), and a sequence longer than max_len
+   1000 positions accepted and 1001 refused), and a sequence longer than max_len
    raises an error (no position is wrapped, clamped or given a row past max_len: tried
    with max_len + 1 too), a batch larger than max_len is accepted; forward leaves the
    parameters unchanged (no max_norm renormalisation);
@@ -43,7 +43,10 @@ message is the same on every run):
    positions agree no more often than independent draws (Hoeffding bound, a right dropout,
    nn.Dropout or hand-written, fails with probability below 1e-9 per test): no mask
    reused between calls, shared by the batch, or dropping whole position vectors; and the
-   very first call of a fresh instance drops its share too (no call counter); in a float64
+   very first call of a fresh instance drops its share too (no call counter); instances
+   built and called after two different seeds drop different entries (no private
+   generator seeded in __init__); forward changes no parameter (no in-place clamp_); in a
+   float64
    model, after a float64 change of the parameters, the values added are not float32
    numbers (no table cast with .float() in forward);
 6. (train=True) the encoding helps: the chapter's reversal model with it reverses at least
@@ -680,8 +683,8 @@ def check_learned_positional_encoding(cls, train=True):
         _forward(long.eval(), torch.randn(1, long_len, d,
                                           generator=torch.Generator().manual_seed(60)),
                  f"X of shape (1, {long_len}, 16) with {long_case}")
-    _expect_default_max_len(fresh, d)
     _expect_too_long_refused(module, d)
+    _expect_default_max_len(fresh, d)
     _expect_every_row_trained(module, d)
     _expect_table_itself(cls, d)
     _expect_half_gradient(cls, d)
@@ -712,11 +715,23 @@ def _default_max_len_hint(error):
 
 
 def _expect_default_max_len(module, d):
-    """Built without max_len, the encoding must take 1000 positions (the default)."""
-    X = torch.randn(1, 1000, d, generator=torch.Generator().manual_seed(65))
+    """Built without max_len, the encoding must take 1000 positions (the default), and
+    refuse 1001 (a larger default, such as the PyTorch tutorial's 5000, accepts it)."""
+    X = torch.randn(1, 1001, d, generator=torch.Generator().manual_seed(65))
     with torch.no_grad():
-        _forward(module.eval(), X, "X of shape (1, 1000, 16) with cls(16, 0.0), max_len "
-                 "left at its default, 1000", hint_on_error=_default_max_len_hint)
+        _forward(module.eval(), X[:, :1000], "X of shape (1, 1000, 16) with cls(16, 0.0), "
+                 "max_len left at its default, 1000", hint_on_error=_default_max_len_hint)
+        try:
+            module(X)
+        except Exception:  # any error: the learner's, or the failing slice's
+            return
+    size = sum(p.numel() for p in module.parameters() if p.requires_grad)
+    fail("forward accepted X of shape (1, 1001, 16) with cls(16, 0.0), max_len left at its "
+         f"default, without an error (your module has {size} trainable numbers): the "
+         "default max_len is not 1000, so a model built without max_len silently takes "
+         "positions the exercise's encoding has no vectors for.",
+         "keep the signature of the exercise, cls(num_hiddens, dropout, max_len=1000), as "
+         "PositionalEncoding's (not the PyTorch tutorial's max_len=5000).")
 
 
 def _expect_float64(cls, d):
@@ -912,8 +927,8 @@ def _expect_current_parameters(cls, module, d):
         fresh = _forward(twin, X, "the same X, on a twin module built and changed alike")
     if torch.allclose(after, fresh, atol=1e-5):
         _expect_added_after_change(module, X, after)
+    _expect_forward_leaves_parameters(module, X, g)
     if not torch.allclose(after, fresh, atol=1e-5):
-        _expect_forward_leaves_parameters(module, X, g)
         same = torch.allclose(after, before, atol=1e-6)
         fail("after a change of your encoding's parameters (what an optimizer step does), "
              "its output " + ("stays what it was before" if same else "is not what the "
@@ -1017,7 +1032,9 @@ def _expect_table_read_anew(cls, d):
 
 def _expect_forward_leaves_parameters(module, X, g):
     """Fail if forward (eval mode, no_grad) writes into the parameters, e.g. the in-place
-    renormalisation of nn.Embedding(max_norm=...)."""
+    renormalisation of nn.Embedding(max_norm=...) or an in-place clamp_ of the table (after
+    a change of the parameters of std 0.5, some entries lie beyond any bound a learner
+    would pick)."""
     with torch.no_grad():
         for p in module.parameters():
             if p.requires_grad and p.is_floating_point():
@@ -1028,11 +1045,14 @@ def _expect_forward_leaves_parameters(module, X, g):
         if not torch.equal(p, old):
             fail(f"forward changes your encoding's parameter `{name}` in place (in eval "
                  "mode, under torch.no_grad): the output is not what the parameters give, "
-                 "and every call rewrites what the optimizer has learned. "
-                 "nn.Embedding(..., max_norm=...) does this: it renormalises in place "
-                 "every row it looks up whose norm exceeds max_norm.",
-                 "forward must only read the table: nn.Embedding(max_len, num_hiddens) "
-                 "without max_norm, or an nn.Parameter table sliced with self.P[:, :n].")
+                 "and every call rewrites what the optimizer has learned. An in-place "
+                 "operation on the table in forward (self.P.clamp_(...), .renorm_, "
+                 ".div_, .copy_, even under torch.no_grad()) does this, and so does "
+                 "nn.Embedding(..., max_norm=...): it renormalises in place every row it "
+                 "looks up whose norm exceeds max_norm.",
+                 "forward must only read the table: return self.dropout(X + "
+                 "self.P[:, :n]) with no in-place operation on self.P, or "
+                 "nn.Embedding(max_len, num_hiddens) without max_norm.")
 
 
 def _check_dropout(cls, d):
@@ -1042,6 +1062,33 @@ def _check_dropout(cls, d):
     for p in DROPOUTS:
         _check_dropout_at(cls, d, p)
     _check_first_call_dropout(cls, d, DROPOUTS[0])
+    _expect_dropout_follows_seed(cls, d, DROPOUTS[0])
+
+
+def _expect_dropout_follows_seed(cls, d, p):
+    """The dropout masks come from the generator the caller seeded: an instance built and
+    called after torch.manual_seed(1) and one built and called after torch.manual_seed(2)
+    drop different entries (no private generator seeded in __init__, which drops the same
+    entries at every instance's k-th call whatever the seed, and which lives on the CPU
+    only). A right dropout gives equal masks with probability 2 ** -2560."""
+    X = torch.randn(8, 20, d, generator=torch.Generator().manual_seed(68))
+    kept = []
+    for seed in (1, 2):
+        case = (f"cls(16, dropout={p}, max_len=50) built and called in train mode after "
+                f"torch.manual_seed({seed}), X of shape (8, 20, 16)")
+        with torch.no_grad(), seeded(seed):
+            module = call(cls, d, p, max_len=50, name="your class", case=case)
+            kept.append(_forward(module.train(), X, case) != 0)
+    if torch.equal(*kept):
+        fail(f"built and called in train mode once after torch.manual_seed(1) and once "
+             f"after torch.manual_seed(2), cls(16, dropout={p}, max_len=50) drops the same "
+             "entries of X of shape (8, 20, 16): your dropout masks come from a generator "
+             "of your own with a fixed seed (torch.Generator().manual_seed(...) made in "
+             "__init__), not from the one the caller seeds. Every model then drops the "
+             "same entries at its k-th step whatever its seed, and the generator lives on "
+             "the CPU, so on a GPU model the masks are on the wrong device.",
+             "draw the masks from the global generator: self.dropout = nn.Dropout(dropout) "
+             "(or F.dropout, or torch.rand without generator=); seeding is the caller's job.")
 
 
 def _check_first_call_dropout(cls, d, p):
