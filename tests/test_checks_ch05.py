@@ -341,3 +341,17 @@ def test_the_condition_matrix_rejects_transpose_qkvs_the_cases_miss(fn, fragment
     (_cached_while_training(transpose_output), ("a second call, with other values",))])
 def test_the_condition_matrix_rejects_transpose_outputs_the_cases_miss(fn, fragments):
     rejects(checks.check_transpose_output, fn, *fragments)
+
+
+def test_round12_a_zero_one_matmul_is_told_that_inf_times_zero_is_nan():
+    """Red-team round 12: moving entries with a 0/1 matrix is exact on finite numbers; the
+    condition matrix's +inf/-inf arguments show the NaN it spreads."""
+    from checker_redteam import round12_ch05_transpose_output as out
+    from checker_redteam import round12_ch05_transpose_qkv as qkv
+
+    for checker, fn in ((checks.check_transpose_qkv, qkv.W_01_permutation_matmul),
+                        (checks.check_transpose_qkv, qkv.W_11_einsum_with_ones),
+                        (checks.check_transpose_output, out.W_01_identity_matmul_copy),
+                        (checks.check_transpose_output, out.W_12_einsum_selection)):
+        rejects(checker, fn, "contains NaN", "arguments holding +inf and -inf",
+                "inf * 0 is NaN")
