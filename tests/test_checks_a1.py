@@ -554,3 +554,23 @@ def _chunked_float32_when_training(Q, K, V, chunk_size):
 def test_check_chunked_condition_matrix_rejects(fn, fragment):
     _KEYS_MEMO.clear()
     rejects(checks.check_chunked_attention, fn, fragment)
+
+
+# -- Round 12 red team (tests/checker_redteam/round12_a1_chunked.py) ----------------------
+
+@pytest.mark.parametrize("name, fragments", [
+    ("W_11_single_key_returns_V_expand_clone", ["4 equal keys", "the mean of the values"]),
+    ("W_13_half_scores_no_upcast_big", ["scores near 100 and 50", "contains NaN"]),
+    ("W_16_float16_through_bfloat16", ["one number in bfloat16", "never through bfloat16"]),
+])
+def test_round12_messages_point_at_the_fault(name, fragments):
+    rejects(checks.check_chunked_attention, redteam_entry("round12_a1_chunked", name),
+            *fragments)
+
+
+def test_round9_exp_then_power_has_nan_gradients_under_huge_scores():
+    """Round 9's W_06 (was O_06): exp(s) ** (1 / sqrt(d)) has NaN gradients wherever exp(s)
+    underflows; the matrix compares the gradients with Q times 1e5."""
+    rejects(checks.check_chunked_attention,
+            redteam_entry("round9_a1_chunked", "W_06_exp_then_power_scale"),
+            "Q times 1e5")

@@ -857,3 +857,30 @@ def _topk_training_cache(queries, keys, values, score, k):
 def test_check_topk_condition_matrix_rejects(fn, fragment):
     _TOPK_MEMO.clear()
     rejects(checks.check_topk_attention_pool, fn, fragment)
+
+
+# Round 12: the float16 cases near +-100 (one number in bfloat16), the second call with the
+# same first and last entries, and the k-cap hint.
+ROUND12_SOFTMAX_MESSAGES = {
+    "W_15_float16_via_bfloat16_sub": ["close scores near +-100", "float16 arguments",
+                                      "never through bfloat16"],
+    "W_16_keeps_last_result": ["the same first and last entries", "nothing may be kept"],
+}
+ROUND12_TOPK_MESSAGES = {
+    "W_17_mask_from_float32_sorted": ["one number in bfloat16", "never through bfloat16"],
+    "W_12_k_capped_at_half": ["too few keys keep a weight", "use the k passed in"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND12_SOFTMAX_MESSAGES)
+def test_round12_softmax_messages_point_at_the_fault(name):
+    from checker_redteam import round12_ch01_softmax as r12
+
+    rejects(checks.check_softmax, vars(r12)[name], *ROUND12_SOFTMAX_MESSAGES[name])
+
+
+@pytest.mark.parametrize("name", ROUND12_TOPK_MESSAGES)
+def test_round12_topk_messages_point_at_the_fault(name):
+    from checker_redteam import round12_ch01_topk as r12
+
+    rejects(checks.check_topk_attention_pool, vars(r12)[name], *ROUND12_TOPK_MESSAGES[name])

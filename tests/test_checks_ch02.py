@@ -532,3 +532,23 @@ def _epanechnikov_expanded_square_in_float64(queries, keys, values, width):
 def test_check_epanechnikov_condition_matrix_rejects(fn, fragment):
     _EPANECHNIKOV_MEMO.clear()
     rejects(checks.check_epanechnikov_pool, fn, fragment)
+
+
+# -- Round 12 red team (tests/checker_redteam/round12_ch02_epanechnikov.py) ---------------
+
+def test_round12_kernel_kept_between_calls_is_named():
+    """W_15: a kernel matrix kept per (shapes, width, sum(queries), keys[0]) and served on a
+    call without gradients; a second call with the same queries and first key shows it."""
+    from checker_redteam import round12_ch02_epanechnikov as r12
+
+    rejects(checks.check_epanechnikov_pool, r12.W_15_memo_on_keys_shape,
+            "the same queries and first key", "nothing may be kept between calls")
+
+
+def test_round12_in_place_write_into_the_queries_raises_on_expanded():
+    """Round 10's W_04 (was O_04): queries.detach().div_(1.0) writes into the argument; the
+    matrix's standard EXPANDED condition (every argument stride 0) shows it."""
+    from checker_redteam import round10_ch02_epanechnikov as r10
+
+    rejects(checks.check_epanechnikov_pool, r10.W_04_inplace_intermediates,
+            "expanded along their first axis")

@@ -891,3 +891,27 @@ def _sdpa_clamp_huge(q, k, v, valid_lens):
     (_sdpa_clamp_huge, ("queries times 1e5", "do not clamp the scores"))])
 def test_the_condition_matrix_rejects_attentions_the_cases_miss(fn, fragments):
     rejects(checks.check_scaled_dot_product_attention, fn, *fragments)
+
+
+# -- Round 12 red team (tests/checker_redteam/round12_ch03_*.py) --------------------------
+
+@pytest.mark.parametrize("name, fragments", [
+    ("W_10_fill_minus_1e4_half", ["X minus 3e4 (valid scores near -3e4), float16",
+                                  "a fixed fill such as -1e4"]),
+])
+def test_round12_masked_softmax_messages_point_at_the_fault(name, fragments):
+    from checker_redteam import round12_ch03_masked_softmax as r12
+
+    rejects(checks.check_masked_softmax, vars(r12)[name], *fragments)
+
+
+@pytest.mark.parametrize("name, fragments", [
+    ("W_09_lens_1d_expand_over_keys_sq", ["valid_lens [[1, 3], [2, 1]]",
+                                          "batch 2 == 2 queries"]),
+    ("W_16_float16_through_bfloat16", ["one number in bfloat16", "never through bfloat16"]),
+])
+def test_round12_sdpa_messages_point_at_the_fault(name, fragments):
+    from checker_redteam import round12_ch03_sdpa as r12
+
+    rejects(checks.check_scaled_dot_product_attention, vars(r12)[name], *fragments)
+

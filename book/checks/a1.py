@@ -6,6 +6,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from ..cost import peak_memory
+from .ch01 import FLOAT16_NOT_BFLOAT16
 from ._core import EXPANDED, FLOAT64, NONCONTIGUOUS, PLAIN, REPEAT, STANDARD, call, \
     checker, expect_close, expect_conditions, expect_gradients, expect_new_tensor, \
     expect_tensor, fail, is_close, scaled, view_hint
@@ -559,7 +560,10 @@ def _chunked_matrix(fn):
     bfloat16. The output must be a new tensor (one key: not a view of V). Outputs and the
     gradients of Q, K and V against the float64 reference. Dropped for the far rows: float16
     and bfloat16, where a score near 1000 is rounded by up to 0.25 (bfloat16: 2) in a right
-    half computation, which moves its weights far beyond 32 eps."""
+    half computation, which moves its weights far beyond 32 eps. Added after red-team round
+    12: 4 equal keys (every weight 1/4: the mean of the values) under the standard
+    conditions, the gradients also under Q times 1e5, and a float16 case with scores near
+    100 and 50 whose two best (100.25 and 99.75) are one number in bfloat16."""
     g = torch.Generator().manual_seed(122)
 
     def randn(*shape):
@@ -573,17 +577,29 @@ def _chunked_matrix(fn):
                 (randn(2, 3, 4), randn(2, 1, 4), randn(2, 1, 3), 2))]
     far = [("batch 2, 4 queries whose scores lie near 0, -1000, +1000 and +500, 5 keys, "
             "d=4, chunk_size=3", (far_Q, far_K, randn(2, 5, 3), 3))]
+    # Added after red-team round 12: every key equal (every weight 1/n: the mean of the
+    # values, not the first value), and float16 scores near 100 and 50 (exp overflows
+    # without the max shift), the two best one number in bfloat16 (100.25 and 99.75).
+    equal = [("batch 2, 3 queries, 4 equal keys, chunk_size=2 (every weight 1/4: the "
+                    "mean of the values)", (randn(2, 3, 2), randn(2, 1, 2).expand(2, 4, 2)
+                                            .contiguous(), randn(2, 4, 3), 2))]
+    close = [("batch 1, queries [1, 0.5], keys [100.25, 99.75, 96, 0] (d=1: scores near "
+              "100 and 50, the two best one number in bfloat16), chunk_size=1",
+              (torch.tensor([[[1.0], [0.5]]]), torch.tensor([[[100.25], [99.75], [96.0],
+                                                              [0.0]]]), randn(1, 4, 2), 1))]
     huge = tuple(scaled(1e5, (0,), "Q times 1e5 (scores near 1e5)",
                         "scores of 1e5 are ordinary float32 and float64 numbers: do not "
                         "clamp them or cast them to float16; a softmax that subtracts each "
                         "row's own maximum (torch.softmax) needs no protection."))
-    # Q times 1e5: the values only. Round 9's O_06 (exp(s) ** (1 / sqrt(d)), s shifted by
-    # the row maximum) has NaN gradients wherever exp(s) underflows to 0 (0 ** 0.58 has an
-    # infinite derivative); it is listed right, so the gradients are not compared there.
+    # Q times 1e5: values and gradients (round 9's W_06, exp(s) ** (1 / sqrt(d)), has NaN
+    # gradients wherever exp(s) underflows to 0: 0 ** 0.58 has an infinite derivative). Not
+    # for the equal keys: scores near 1e5 that tie are rounded apart by a float32 matmul
+    # (1 ulp = 0.008), which moves a right gradient of Q by 3e-3 from the exact 0.
     for cases, conditions, grads in (
-            (general, STANDARD, (0, 1, 2)),
+            (general + equal, STANDARD, (0, 1, 2)),
             (far, (PLAIN, REPEAT, NONCONTIGUOUS, EXPANDED, FLOAT64), (0, 1, 2)),
-            (general + far, huge, ())):
+            (general + far, huge, (0, 1, 2)),
+            (close, (PLAIN, FLOAT16_NOT_BFLOAT16), (0, 1, 2))):
         expect_conditions(lambda Q, K, V, chunk: _spied(fn, Q, K, V, chunk),
                           lambda Q, K, V, chunk: _attention(Q, K, V), cases,
                           name="chunked_attention", differentiable=grads,

@@ -5,7 +5,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ._core import (BFLOAT16, EXPANDED, FLOAT16, FLOAT64, NONCONTIGUOUS, PLAIN, REPEAT,
-                    STANDARD, call, checker, expect_close, expect_conditions,
+                    STANDARD, Condition, call, checker, expect_close, expect_conditions,
                     expect_gradients, expect_tensor, fail, forbidden, is_close, scaled,
                     view_hint)
 
@@ -321,6 +321,36 @@ _HUGE_SCORES_HINT = (
 _NO_HALF = (PLAIN, REPEAT, NONCONTIGUOUS, EXPANDED, FLOAT64)
 
 
+# Added after red-team round 12: float16 computed through bfloat16 ("wider range") rounds
+# 100.25 and 99.75 to one number (bfloat16 keeps 8 bits: 0.5 apart near 100), so the
+# weights (0.62, 0.38) come out (0.5, 0.5), far beyond 32 float16 eps.
+FLOAT16_NOT_BFLOAT16 = Condition(
+    "float16 arguments", torch.float16,
+    hint="float16 keeps 11 bits (about 3 digits), bfloat16 only 8: compute a float16 input "
+         "in float16 or in float32 (x.float(), then cast back), never through bfloat16, "
+         "which rounds scores near 100 to steps of 0.5. Subtract each row's maximum before "
+         "exp().")
+
+
+def _same_ends(args):
+    """The scores with the first and last entries kept, the others moved by one place."""
+    (scores,) = args
+    flat = scores.flatten()
+    if flat.numel() < 4:
+        return None
+    middle = flat[1:-1].roll(1)
+    return (torch.cat([flat[:1], middle, flat[-1:]]).reshape(scores.shape),)
+
+
+# Added after red-team round 12: a result kept between calls, keyed on the shape, the dtype
+# and a few entries (the first and last), served on a call without gradients.
+_SAME_ENDS = Condition(
+    "a second call under torch.no_grad(), with the same first and last entries but other "
+    "values between them", change=_same_ends, no_grad=True,
+    hint="compute every call from its own scores: nothing may be kept between calls (a "
+         "result keyed on the shape, the dtype or a few entries).")
+
+
 def _softmax_matrix(fn, why):
     """The condition matrix (_core.expect_conditions, session 12) on small cases: a (2, 3,
     5) batch and one key per row as given, called again with other values, non-contiguous,
@@ -331,7 +361,12 @@ def _softmax_matrix(fn, why):
     against torch.softmax in float64. Dropped: rows near +-1000 in float16 and bfloat16,
     where a right exp(x - logsumexp(x)) computed in the half dtype rounds the log-sum-exp by
     up to 0.25 (bfloat16: 2), so its weights err by far more than 32 eps (the rulings let
-    the max, exp and sum run in the half dtype)."""
+    the max, exp and sum run in the half dtype). Added after red-team round 12: a second
+    call under torch.no_grad() with the same first and last entries (a result kept between
+    calls), and a float16 (2, 3) matrix of close scores near +-100, 100.25 and 99.75, one
+    number in bfloat16 (a float16 input computed through bfloat16 gives (0.5, 0.5) for
+    (0.62, 0.38); a right float16 computation errs by at most half a float16 step there,
+    0.03, within the 32 eps tolerance)."""
     g = torch.Generator().manual_seed(120)
 
     def rows_near(*offsets):
@@ -347,8 +382,12 @@ def _softmax_matrix(fn, why):
     def learner(scores):
         with _no_softmax(why):
             return fn(scores)
-    for cases, conditions in ((general, STANDARD + huge),
-                              (far, _NO_HALF + huge), (near, (FLOAT16, BFLOAT16))):
+    close = [("a (2, 3) matrix of close scores near +-100 (100.25 and 99.75: one number in "
+              "bfloat16)",
+              (torch.tensor([[100.25, 99.75, 96.0], [-99.75, -100.25, -104.0]]),))]
+    for cases, conditions in ((general, STANDARD[:1] + (_SAME_ENDS,) + STANDARD[1:] + huge),
+                              (far, _NO_HALF + huge), (near, (FLOAT16, BFLOAT16)),
+                              (close, (PLAIN, FLOAT16_NOT_BFLOAT16))):
         expect_conditions(learner, lambda s: torch.softmax(s, dim=-1), cases,
                           name="softmax", differentiable=(0,), conditions=conditions)
 
@@ -587,8 +626,11 @@ def _topk_matrix(fn):
     apart, so that a half-precision computation keeps the same top k). Dropped for the far
     rows: float16 and bfloat16, where a score near 1000 is rounded by up to 0.25 (bfloat16:
     2), which moves a right half computation's weights far from the reference's (rows far
-    apart are the float32 and float64 conditions' job). Outputs and weights, and their
-    gradients, against the float64 reference on the same scores."""
+    apart are the float32 and float64 conditions' job). Added after red-team round 12: two
+    float16 cases with dot scores near 100 and 50 (exp overflows without the max shift),
+    whose two best, 100.25 and 99.75 (50.125 and 49.875), are one number in bfloat16: k=1
+    ranked through bfloat16 keeps both. Outputs and weights, and their gradients, against
+    the float64 reference on the same scores."""
     g = torch.Generator().manual_seed(121)
     M = torch.randn(3, 3, generator=g)
 
@@ -606,8 +648,20 @@ def _topk_matrix(fn):
                         "scores of 1e5 are ordinary float32 and float64 numbers: keep them "
                         "as score() returns them (no clamp, no cast to float16), mask with "
                         "-inf and let the softmax subtract each row's maximum."))
+    # Added after red-team round 12: float16 scores near 100 (exp overflows without the
+    # max shift), 100.25 and 99.75 (or 50.125 and 49.875) one number in bfloat16: ranked
+    # or weighted through bfloat16 they tie, and k=1 keeps both.
+    close = [("2 queries (1 and 0.5), 4 keys (100.25, 99.75, 96, 0), dot score near 100 "
+              "and 50, k=1 (the two best one number in bfloat16)",
+              (torch.tensor([[1.0], [0.5]]),
+               torch.tensor([[100.25], [99.75], [96.0], [0.0]]), randn(4, 2), _dot, 1)),
+             ("2 queries (1 and 0.5), 4 keys (100.25, 99.75, 96, 0), dot score near 100 "
+              "and 50, k=2", (torch.tensor([[1.0], [0.5]]),
+                             torch.tensor([[100.25], [99.75], [96.0], [0.0]]),
+                             randn(4, 2), _dot, 2))]
     for cases, conditions in ((general, STANDARD + huge),
-                              (far, _NO_HALF + huge)):
+                              (far, _NO_HALF + huge),
+                              (close, (PLAIN, FLOAT16_NOT_BFLOAT16))):
         expect_conditions(lambda q, kk, v, score, k: fn(q, kk, v, score, k),
                           lambda q, kk, v, score, k: _topk_reference(q, kk, v, score, k),
                           cases, name="topk_attention_pool", differentiable=(0, 1, 2),
@@ -861,7 +915,8 @@ def check_topk_attention_pool(fn):
                 hint = ("too few keys keep a weight: the k-th best score itself must stay. "
                         "Take it as topk(k, dim=-1).values[:, -1:] (the last of the k, not "
                         "the (k-1)-th) and mask the scores strictly below it, scores < kth "
-                        "(not scores <= kth).")
+                        "(not scores <= kth); and use the k passed in, unchanged (no cap "
+                        "such as min(k, n // 2)).")
             fewer = int(kept[0])
             if bool((kept == fewer).all()) and fewer < k - 1 \
                     and not bool((ref_kept > k).any()):

@@ -6,8 +6,9 @@ import torch
 
 from .. import attention as _attention
 from ._core import (REPEAT, STANDARD, Condition, call, checker, expect_close, expect_conditions,
-                    expect_float64_accuracy, expect_gradients, scaled,
+                    expect_float64_accuracy, expect_gradients, scaled, shifted,
                     expect_new_tensor, expect_tensor, fail, forbidden, is_close, view_hint)
+from .ch01 import FLOAT16_NOT_BFLOAT16
 
 # Exercise 3.1: "Write masked_softmax(X, valid_lens) without looking at book.attention".
 _BOOK_MASKED_SOFTMAX = [(_attention, "masked_softmax")]
@@ -1360,12 +1361,27 @@ def _matrix_masked_softmax(fn):
         ("X of shape (2, 2, 3), valid_lens None (no mask)",
          (torch.randn(2, 2, 3, generator=g), None)),
     ]
+    # Added after red-team round 12: float16 valid scores near -3e4, below a fixed fill
+    # such as -1e4 (which then takes the weight), and a float16 case of close scores near
+    # +-100 that bfloat16 rounds to one number (a float16 input computed through bfloat16).
+    below_fill = tuple(shifted(
+        -3e4, (0,), "X minus 3e4 (valid scores near -3e4)",
+        "a valid float16 score may lie below -1e4 (float16 reaches -65504): a fixed fill "
+        "such as -1e4 then outweighs it. Fill with torch.finfo(X.dtype).min (or -inf, with "
+        "fully masked rows set to 0 afterwards).", dtypes=(torch.float16,)))
+    close = [("X of shape (1, 2, 4) with close scores near +-100 (100.25 and 99.75: one "
+              "number in bfloat16), valid_lens [3]",
+              (torch.tensor([[[100.25, 99.75, 96.0, 0.0], [-99.75, -100.25, -104.0, 0.0]]]),
+               torch.tensor([3])))]
+    hint = ("softmax over the last axis (dim=-1) of the scores, with the keys at positions "
+            ">= valid_len left out.")
     expect_conditions(
         learner, _reference_masked_softmax, cases, name="masked_softmax",
         differentiable=(0,),
-        conditions=STANDARD + tuple(scaled(1e5, (0,), "X times 1e5", _BEYOND_HINT)),
-        hint="softmax over the last axis (dim=-1) of the scores, with the keys at positions "
-             ">= valid_len left out.")
+        conditions=STANDARD + tuple(scaled(1e5, (0,), "X times 1e5", _BEYOND_HINT))
+        + below_fill, hint=hint)
+    expect_conditions(learner, _reference_masked_softmax, close, name="masked_softmax",
+                      differentiable=(0,), conditions=(FLOAT16_NOT_BFLOAT16,), hint=hint)
     expect_conditions(learner, _reference_masked_softmax, cases, name="masked_softmax",
                       conditions=_NO_GRAD)
 
@@ -1403,7 +1419,20 @@ def _matrix_sdpa(fn):
          (*qkv(3, 1, 4, 2), torch.tensor([1, 0]))),
         ("queries (2, 2, 3), keys (2, 3, 3), values (2, 3, 2), valid_lens None",
          (*qkv(2, 3, 3, 2), None)),
+        # added after red-team round 12: 2-D lengths with batch == num_queries (a square
+        # valid_lens: read transposed, it still fits)
+        ("queries (2, 2, 4), keys (2, 3, 4), values (2, 3, 2), valid_lens [[1, 3], [2, 1]] "
+         "(batch 2 == 2 queries: valid_lens[i, j] is example i, query j)",
+         (*qkv(2, 3, 4, 2), torch.tensor([[1, 3], [2, 1]]))),
     ]
+    # added after red-team round 12: float16 scores near 100 and 50 (exp overflows without
+    # the max shift), the two best one number in bfloat16 (100.25 and 99.75)
+    close = [("queries (1, 2, 1) = [1, 0.5], keys (1, 4, 1) = [100.25, 99.75, 96, 0] (d=1: "
+              "scores near 100 and 50, the two best one number in bfloat16), values "
+              "(1, 4, 2), valid_lens [3]",
+              (torch.tensor([[[1.0], [0.5]]]),
+               torch.tensor([[[100.25], [99.75], [96.0], [0.0]]]),
+               torch.randn(1, 4, 2, generator=g), torch.tensor([3])))]
     conditions = STANDARD + tuple(scaled(
         1e5, (0,), "queries times 1e5 (scores beyond float16's range)", _BEYOND_HINT))
     hint = ("output = softmax(Q K^T / sqrt(d), masked) V, with the values (not the keys) and "
@@ -1416,5 +1445,8 @@ def _matrix_sdpa(fn):
         expect_conditions(fn, lambda q, k, v, lens: _attend(q, k, v, lens), chosen,
                           name="scaled_dot_product_attention", differentiable=differentiable,
                           conditions=conditions, hint=hint)
+    expect_conditions(fn, lambda q, k, v, lens: _attend(q, k, v, lens), close,
+                      name="scaled_dot_product_attention", differentiable=(0, 1, 2),
+                      conditions=(FLOAT16_NOT_BFLOAT16,), hint=hint)
     expect_conditions(fn, lambda q, k, v, lens: _attend(q, k, v, lens), cases + [far],
                       name="scaled_dot_product_attention", conditions=_NO_GRAD)

@@ -111,7 +111,10 @@ def W_12_strict_inside_float32_width(queries, keys, values, width=1.0):
     return _safe(K.to(queries.dtype), values)
 
 
-def O_04_inplace_intermediates(queries, keys, values, width=1.0):
+def W_04_inplace_intermediates(queries, keys, values, width=1.0):
+    # Renamed from O_04 after round 12 (lead's ruling): queries.detach().div_(1.0) writes into
+    # the caller's tensor, and raises on an expanded (stride 0) argument: the matrix's
+    # EXPANDED condition.
     q = queries.detach()
     q.div_(1.0)  # harmless
     u = queries[:, None] - keys[None, :]

@@ -87,8 +87,11 @@ def W_05_scale_value_dim(Q, K, V, chunk_size):
     return torch.cat(outs, dim=1)
 
 
-def O_06_exp_then_power_scale(Q, K, V, chunk_size):
-    # computes exp(QK^T) then raises to the power 1/sqrt(d): same math, overflows early
+def W_06_exp_then_power_scale(Q, K, V, chunk_size):
+    # computes exp(QK^T) then raises to the power 1/sqrt(d): same math, overflows early.
+    # Renamed from O_06 after round 12 (lead's ruling): NaN gradients wherever exp(s)
+    # underflows to 0 (0 ** 0.58 has an infinite derivative); the matrix now compares the
+    # gradients under Q times 1e5.
     d = Q.shape[-1]
     outs = []
     for i in range(0, Q.shape[1], chunk_size):
