@@ -566,8 +566,9 @@ def test_round7_masking_messages_name_the_fault():
                                        "do not force a choice"),
         r7.W_17_ordinary_mask_cached_per_shape: ("a special token was chosen",
                                                  "keep something between calls"),
-        r7.W_09_rounded_random_ids: ("vocabulary of 3 ordinary tokens",
-                                     "not uniform over the ordinary ids"),
+        # since round 12 told on the 60-id vocabulary, before the 3-id one
+        r7.W_09_rounded_random_ids: ("are not spread uniformly over the 60 ordinary ids",
+                                     "chi-square"),
         r7.W_07_module_level_generator: ("book.set_seed", "gave different masks"),
         r7.W_06_exact_80_10_10_split: ("exactly 80% of the chosen positions became [MASK]",
                                        "not by splitting"),
@@ -883,3 +884,52 @@ def test_the_round11_tests_cost_little_of_the_budget():
                 rates[f"{where}, {side} side, {end}"] = ch08.PAIR_TAIL
     assert sum(rates.values()) < 1.5e-8, rates
     assert 7.7e-7 + sum(rates.values()) < 7.9e-7
+
+
+# -- Round 12 red team (tests/checker_redteam/round12_ch08_mlm.py, writer C) ----------------
+
+@pytest.mark.parametrize("name", ["W_23_random_id_modulo_bias", "W_24_random_id_mild_skew",
+                                  "W_21_random_id_skewed_sqrt"])
+def test_check_mlm_masking_round12_random_ids_not_uniform(name):
+    """Replacement ids that are not uniform (a modulo bias, u ** a) are told so (W_21 was told
+    its replacements come from the row)."""
+    text = rejects(checks.check_mlm_masking, redteam_entry("round12_ch08_mlm", name),
+                   "are not spread uniformly over the 60 ordinary ids", "chi-square",
+                   "torch.randint(vocab.num_specials, len(vocab), tokens.shape)")
+    assert "not from the row" not in text
+
+
+def test_check_mlm_masking_round12_every_id_of_200_drawn():
+    """Uniform over the first 100 ordinary ids only: uniform on the 60-id vocabulary, 40% of
+    the replacements beyond the batch's ids on the 200-id one (the bound is 35%), but ids
+    105 to 204 are never drawn."""
+    def first_100_only(tokens, vocab):
+        ordinary = tokens >= vocab.num_specials
+        chosen = ordinary & (torch.rand(tokens.shape) < 0.15)
+        action = torch.rand(tokens.shape)
+        k = min(len(vocab) - vocab.num_specials, 100)
+        random_ids = torch.randint(vocab.num_specials, vocab.num_specials + k, tokens.shape)
+        inputs = torch.where(chosen & (action < 0.8), vocab.mask, tokens)
+        inputs = torch.where(chosen & (action >= 0.8) & (action < 0.9), random_ids, inputs)
+        return inputs, torch.where(chosen, tokens, IGNORE)
+
+    rejects(checks.check_mlm_masking, first_100_only,
+            "100 of the 200 ordinary ids (ids 105 to 204) were never drawn")
+
+
+def test_the_uniformity_cut_and_the_coverage_bound():
+    """The chi-square cut-off is the 1e-12 tail of 59 degrees of freedom (170.2), and the
+    200-id call misses an id of a right solution with probability about 1e-12."""
+    cut = ch08._chi2_cut(59)
+    assert 170 < cut < 170.5
+    upper = torch.special.gammaincc(torch.tensor(29.5, dtype=torch.float64),
+                                    torch.tensor(cut / 2, dtype=torch.float64)).item()
+    assert 0.9e-12 < upper <= 1e-12
+    big = ch08._masking_vocab(200)
+    tokens = ch08._masking_batch(big, num_rows=20_000, seed=13)
+    ordinary = tokens[tokens >= big.num_specials] - big.num_specials
+    R = torch.bincount(ordinary, minlength=200).double() * ch08.P_CHOOSE * ch08.P_KEEP \
+        * 199 / 200                                  # expected replacements per original
+    n = R.sum()
+    assert 6_500 < n < 7_000
+    assert ((1 - 1 / 199) ** (n - R)).sum() < 2e-12

@@ -87,6 +87,16 @@ are seeded first, so the verdict is the same on every run) and tests, on the poo
     each): share among the first 9 of the 60
     ordinary ids, and among the last 9 (9/60)   cut-off at     8 x 1e-9 (exact binomial,
                                                 1e-9           upper tail at 9/59)
+  the random replacements of that call that
+    differ from their original (about 39,500):
+    counts of the 60 ids, against uniform on
+    the 59 ids other than the original
+    (chi-square, 59 degrees of freedom; Monte
+    Carlo of 50,000 right calls: mean 59.0,
+    variance 118)                               > 170          1e-12 (chi-square tail)
+  one more call, vocabulary of 200 ordinary
+    ids, 20,000 rows (about 6,700 random
+    replacements): every id drawn               -              1.0e-12 (union bound)
   total                                                        < 7.9e-7, below one in a
                                                                million
 
@@ -445,6 +455,40 @@ def check_mlm_masking(fn):
     _check_split_not_exact(log)
     # Last, so that the random draws of the calls above stay as they were before round 11.
     _check_nothing_to_choose(fn, vocab)
+    _check_every_id_drawn(fn)  # round 12, after all the others for the same reason
+
+
+def _check_every_id_drawn(fn):
+    """One more call, with a vocabulary of 200 ordinary ids, on 20,000 rows (about 446,000
+    ordinary positions, 6,729 random replacements that differ from the original with the
+    reference, 34 per id): every ordinary id is drawn at least once. Id j is missed with
+    probability (1 - 1/199)^(n - R_j), R_j the replacements whose original is j (they
+    cannot draw it; under Zipf's law the most frequent id is the original of 17% of them):
+    summed over the 200 ids, 1.0e-12.
+    A draw from a fixed range taken modulo the number of ids (randint(0, 100) % k) never
+    reaches the ids beyond that range."""
+    big = _masking_vocab(200)
+    tokens = _masking_batch(big, num_rows=20_000, seed=13)
+    case = (f"a batch of {tokens.shape[0]:,} BERT inputs of length {tokens.shape[1]} with a "
+            "vocabulary of 200 ordinary tokens")
+    inputs, labels = _one_call(fn, tokens, big, case)
+    _check_labels(inputs, labels, tokens, big)
+    to_random = (labels != IGNORE) & (inputs != tokens) & (inputs != big.mask)
+    k = len(big) - big.num_specials
+    if int(to_random.sum()) < 20 * k:
+        return  # the rates are tested on the main batch
+    drawn = torch.bincount(inputs[to_random] - big.num_specials, minlength=k)
+    never = (drawn == 0).nonzero().flatten() + big.num_specials
+    if len(never):
+        ids = never.tolist()
+        span = f"ids {ids[0]} to {ids[-1]}" if len(ids) > 6 else f"ids {ids}"
+        fail(f"on {case}, {len(ids)} of the {k} ordinary ids ({span}) were never drawn "
+             f"among the {int(to_random.sum()):,} random replacements, where uniform draws "
+             f"give each about {int(to_random.sum()) / k:.0f} times.",
+             "draw replacements uniformly from all ordinary ids: torch.randint("
+             "vocab.num_specials, len(vocab), tokens.shape), with the bounds taken from the "
+             "vocabulary (not a fixed range such as randint(0, 100) % k, nor a fixed "
+             "vocabulary size).")
 
 
 def _check_rate_same_in_every_row(rows_c, rows_m, pooled, D):
@@ -864,6 +908,80 @@ def _check_split_precisely(fn, vocab):
     to_random = labelled & (inputs != tokens) & (inputs != vocab.mask)
     _check_replacement_pairs(inputs, to_random, vocab, case)
     _check_replacements_apart_from_neighbours(inputs, labelled, to_random, vocab, case)
+    _check_replacements_uniform(inputs, tokens, to_random, vocab, case)
+
+
+UNIFORM_TAIL = 1e-12  # the uniformity test's cut-off: the chi-square tail of a right solution
+
+
+@functools.lru_cache(maxsize=None)
+def _chi2_cut(df, tail=UNIFORM_TAIL):
+    """The value a chi-square with df degrees of freedom exceeds with probability `tail`
+    (bisection on the regularised upper incomplete gamma function)."""
+    def upper(x):
+        return torch.special.gammaincc(torch.tensor(df / 2, dtype=torch.float64),
+                                       torch.tensor(x / 2, dtype=torch.float64)).item()
+    low, high = float(df), float(df) + 100 * math.sqrt(2 * df)
+    for _ in range(200):
+        mid = (low + high) / 2
+        low, high = (mid, high) if upper(mid) > tail else (low, mid)
+    return high
+
+
+def _uniformity(inputs, tokens, to_random, vocab):
+    """How far the random replacements are from uniform draws. Given its original token o, a
+    replacement that differs from it (the positions `to_random`: a uniform draw from all k
+    ordinary ids that missed o, or a draw that avoids o) is uniform on the k - 1 other ids,
+    independently from position to position. The counts c of the ids then have mean
+    E = sum_o R_o q_o and covariance S = sum_o R_o (diag(q_o) - q_o q_o^T), R_o the number of
+    such positions with original o, q_o uniform on the ids other than o; the statistic
+    (c - E)^T S^+ (c - E) is chi-square with k - 1 degrees of freedom (normal limit: about
+    600 draws per id here). Returns (statistic, counts, expected)."""
+    k = len(vocab) - vocab.num_specials
+    drawn = torch.bincount(inputs[to_random] - vocab.num_specials, minlength=k).double()
+    R = torch.bincount(tokens[to_random] - vocab.num_specials, minlength=k).double()
+    Q = (1 - torch.eye(k, dtype=torch.float64)) / (k - 1)            # row o: q_o
+    expected = Q.T @ R
+    S = torch.diag(expected) - (Q.T * R) @ Q
+    deviation = drawn - expected
+    statistic = (deviation @ torch.linalg.pinv(S, hermitian=True) @ deviation).item()
+    return statistic, drawn, expected
+
+
+def _uniformity_failure(inputs, tokens, to_random, vocab, case):
+    """The message for replacements that are not uniform, or None if they look uniform."""
+    k = len(vocab) - vocab.num_specials
+    n = int(to_random.sum())
+    if k < 3 or n < 30 * k:
+        return None
+    statistic, drawn, expected = _uniformity(inputs, tokens, to_random, vocab)
+    cut = _chi2_cut(k - 1)
+    if statistic <= cut:
+        return None
+    tenth = max(k // 10, 1)
+    return (f"on {case}, the {n:,} random replacements (those that differ from the original "
+            f"token) are not spread uniformly over the {k} ordinary ids: the first {tenth} "
+            f"ids were drawn {drawn[:tenth].sum():,.0f} times in all, the last {tenth} "
+            f"{drawn[-tenth:].sum():,.0f} times, where uniform draws give about "
+            f"{expected[:tenth].sum():,.0f} and {expected[-tenth:].sum():,.0f} (the largest "
+            f"count is {drawn.max():,.0f}, the smallest {drawn.min():,.0f}; chi-square "
+            f"{statistic:,.0f} with {k - 1} degrees of freedom, where uniform draws exceed "
+            f"{cut:.0f} with probability below {UNIFORM_TAIL:g}).",
+            "draw each replacement uniformly from all ordinary ids: torch.randint("
+            "vocab.num_specials, len(vocab), tokens.shape). A uniform number bent by a "
+            "power (u ** a), or a draw from a fixed range taken modulo the number of ids "
+            "(randint(0, 100) % k, which favours the low ids), is not uniform.")
+
+
+def _check_replacements_uniform(inputs, tokens, to_random, vocab, case):
+    """The random replacements of the 120,000-row call (about 39,500 that differ from their
+    original token, about 660 per id) are uniform over the 60 ordinary ids: failing needs a
+    chi-square (59 degrees of freedom) beyond its 1e-12 tail, 170. A right solution gives
+    about 59 +- 11; ids 0..39 twice as likely as 40..59 (randint(0, 100) % 60) give about
+    3,300, u ** 0.85 scaled to the ids about 780, u ** 0.75 about 2,300."""
+    failure = _uniformity_failure(inputs, tokens, to_random, vocab, case)
+    if failure:
+        fail(*failure)
 
 
 def _check_replacement_pairs(inputs, to_random, vocab, case):
@@ -1231,6 +1349,17 @@ def _check_replacements_not_from_the_row(T, inputs, to_random, vocab):
     se = math.sqrt(centre * (1 - centre) / len(rows))
     share = hit.mean().item()
     if abs(share - centre) > slack + SE_TOLERANCE * se:
+        failure = _uniformity_failure(inputs, T, to_random, vocab, "the main batch")
+        if failure:  # ids not uniform: a draw that is skewed, not one copied from the row
+            fail(*failure)
+        if share < centre:
+            fail(f"only {share:.0%} of the random replacements are tokens that already "
+                 f"occur in their own row; a token drawn uniformly from the whole "
+                 f"vocabulary does so {centre:.0%} of the time: your replacements avoid "
+                 "the tokens of their row (or favour the ids that are rare in this batch, "
+                 "whose ids follow Zipf's law).",
+                 "draw replacements uniformly from all ordinary ids, torch.randint("
+                 "vocab.num_specials, len(vocab), tokens.shape), whatever the row holds.")
         fail(f"{share:.0%} of the random replacements are tokens that already occur in their "
              f"own row; a token drawn from the whole vocabulary does so {centre:.0%} of the "
              "time.", "draw replacements from the vocabulary's ordinary ids, "
