@@ -589,3 +589,16 @@ def _one_sequence_for_all(decoder, token, hidden_state, enc_outputs, enc_valid_l
     (_one_sequence_for_all, ("expanded along its first axis",))])
 def test_the_condition_matrix_rejects_steps_the_cases_miss(fn, fragments):
     rejects(checks.check_bahdanau_step, fn, *fragments)
+
+
+def test_bahdanau_round12_messages():
+    """Red-team round 12: a tanh written out is told that a step loses precision (not the
+    score formula again), and the first case names attention_size 10 (a w_v viewed with
+    num_hiddens fails there)."""
+    from checker_redteam import round12_ch04_bahdanau as r12
+
+    text = rejects(checks.check_bahdanau_step, r12.W_06_manual_tanh, "weights is wrong",
+                   "a step loses precision", "torch.tanh")
+    assert "score = w_v(tanh" not in text
+    rejects(checks.check_bahdanau_step, r12.W_23_w_v_as_vector_of_num_hiddens,
+            "num_hiddens 12, attention_size 10")
