@@ -551,4 +551,4 @@ def test_round12_in_place_write_into_the_queries_raises_on_expanded():
     from checker_redteam import round10_ch02_epanechnikov as r10
 
     rejects(checks.check_epanechnikov_pool, r10.W_04_inplace_intermediates,
-            "expanded along their first axis")
+            "every argument expanded along its first axis", "do not write into an argument")

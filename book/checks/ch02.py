@@ -465,10 +465,9 @@ def _epanechnikov_matrix(fn):
     values, under torch.no_grad() with the same queries and first key but the other keys
     moved (round 12), non-contiguous, expanded (every query, key and value equal to the
     first; round 10's O_04, queries.detach().div_(1.0), raises there: ruled wrong, W_04),
-    in float64,
-    and with queries and keys shifted by 1000 in float32 and float64 (q - k stays exact
-    there; q^2 - 2qk + k^2 does not); outputs and weights, and their gradients, against the
-    float64 reference. Dropped: float16 and bfloat16 (exercise 2.1 says the check passes
+    in float64, and with queries and keys shifted by 1000 in float32 and float64 (q - k
+    stays exact there; q^2 - 2qk + k^2 does not); outputs and weights, and their gradients,
+    against the float64 reference. Dropped: float16 and bfloat16 (exercise 2.1 says the check passes
     float32 and float64, not float16: float16 Epanechnikov is accepted, ruled in rounds 10
     and 11)."""
     cases = [("5 queries (query 9 has an empty window), 7 keys in random order, width 0.5",
