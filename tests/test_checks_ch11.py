@@ -590,3 +590,192 @@ def test_online_softmax_round11_one_block_and_memory():
         return online(Q, K, V, block_size, causal)
     rejects(check_online_softmax_attention, full_for_bfloat16,
             "1024 queries and keys", "bfloat16 inputs", "the peak memory")
+
+
+# -- Round 12 red team (tests/checker_redteam/round12_ch11_*.py) ---------------------------
+
+def test_online_softmax_round12_fill_scale_and_float16_sums():
+    from checker_redteam import round12_ch11_online as r12
+    # Hidden keys filled with -1e9: every visible score is -2e10 in the new causal cases.
+    rejects(check_online_softmax_attention, r12.W_24_fill_minus_1e9,
+            "every visible score -2e10", "a finite score", "float('-inf')")
+
+    def one_block_fill_1e9(Q, K, V, block_size, causal=False):  # the shortcut for one block
+        if block_size >= K.shape[1]:
+            s = Q @ K.transpose(1, 2) / math.sqrt(Q.shape[-1])
+            if causal:
+                s = s.masked_fill(torch.ones(s.shape[1:], dtype=torch.bool).triu(1), -1e9)
+            return torch.softmax(s, -1) @ V
+        return online(Q, K, V, block_size, causal)
+    rejects(check_online_softmax_attention, one_block_fill_1e9,
+            "block_size=8 (one block holds every key), causal, float64 inputs, Q = 1e5",
+            "a finite score")
+    # The running max of Q K^T while exp() takes Q K^T / sqrt(d): named, not the generic
+    # "subtract the running maximum (starting at -inf ...)" that the code already does.
+    text = rejects(check_online_softmax_attention, r12.W_06_shift_by_unscaled_max,
+                   "every score near -5000", "right on scores as far from 0 with head size "
+                   "d = 1", "scaled differently", "the very scores you exponentiate")
+    assert "starting at -inf" not in text
+    # Lead's ruling: the running sums may keep the input's dtype (A_19: bfloat16 sums for
+    # bfloat16 inputs; the solution notebook's loop), not less precision than it.
+    accepts(check_online_softmax_attention, r12.A_19_all_in_input_dtype)
+
+
+def bfloat16_detour(Q, K, V, block_size, causal=False):  # float16 "as half": bfloat16
+    if Q.dtype == torch.float16:
+        return online(Q.bfloat16(), K.bfloat16(), V.bfloat16(), block_size, causal).half()
+    return online(Q, K, V, block_size, causal)
+
+
+def bfloat16_sums_for_float16(Q, K, V, block_size, causal=False):
+    """float16 scores and exponentials, but the running sums in bfloat16."""
+    if Q.dtype != torch.float16:
+        return online(Q, K, V, block_size, causal)
+    n, scale = K.shape[1], 1 / math.sqrt(Q.shape[-1])
+    m = torch.full(Q.shape[:2] + (1,), -math.inf, dtype=Q.dtype)
+    total = torch.zeros(Q.shape[:2] + (1,), dtype=torch.bfloat16)
+    acc = torch.zeros(Q.shape[:2] + (V.shape[-1],), dtype=torch.bfloat16)
+    rows = torch.arange(Q.shape[1])[:, None]
+    for j in range(0, n, block_size):
+        s = Q @ K[:, j:j + block_size].transpose(1, 2) * scale
+        if causal:
+            s = s.masked_fill(torch.arange(j, min(j + block_size, n)) > rows, -math.inf)
+        new = torch.maximum(m, s.amax(-1, keepdim=True))
+        shift = new.masked_fill(new == -math.inf, 0.0)
+        e, factor = torch.exp(s - shift), torch.exp(m - shift).bfloat16()
+        total = total * factor + e.sum(-1, keepdim=True).bfloat16()
+        acc = acc * factor + (e @ V[:, j:j + block_size]).bfloat16()
+        m = new
+    return (acc / total).half()
+
+
+@pytest.mark.parametrize("fn", [bfloat16_detour, bfloat16_sums_for_float16])
+def test_online_softmax_float16_summed_in_bfloat16_is_rejected(fn):
+    rejects(check_online_softmax_attention, fn, "1 key", "float16 inputs",
+            "more than one float16 step", "V rounded to bfloat16", "never through bfloat16")
+
+
+def test_grouped_query_attention_round12_messages():
+    from checker_redteam import round12_ch11_gqa as r12
+    generic = "with K and V repeated for each group of query heads (repeat_interleave)"
+    for fn, fragments in (
+            (r12.W_06_max_over_keys_axis_wrong, ("taken over the queries (dim=-2)",
+                                                 "s.amax(dim=-1, keepdim=True)")),
+            (r12.W_08_transpose_back_wrong, ("the heads and the queries are mixed",
+                                             "instead of transposed", ".transpose(1, 2)")),
+            (r12.W_16_batch_mixed_kv, ("query head 2 of batch element 0 reads key-value "
+                                       "head 0 of batch element 1",
+                                       "the batch and head axes are mixed")),
+            (r12.W_21_kv_heads_from_V, ("new Q, K and V of the same shapes",
+                                        "the attention over the keys of an earlier call",
+                                        "(and this call's values)"))):
+        text = rejects(check_grouped_query_attention, fn, *fragments)
+        assert generic not in text
+
+
+def test_grouped_query_attention_round8_w27_asks_for_the_value_error():
+    from checker_redteam import round8_ch11_gqa as r8
+    rejects(check_grouped_query_attention, r8.W_27_half_scores_unscaled_first,
+            "raised RuntimeError", "asks for a ValueError")
+
+    def with_value_error(Q, K, V):  # its half-precision path stays accepted (was A_09)
+        if Q.shape[1] % K.shape[1]:
+            raise ValueError(f"{K.shape[1]} key-value heads do not divide {Q.shape[1]}")
+        return r8.W_27_half_scores_unscaled_first(Q, K, V)
+    accepts(check_grouped_query_attention, with_value_error)
+
+
+# -- The condition matrix (session 12): wrongs that only it rejects -----------------------
+
+def online_clamped(Q, K, V, block_size, causal=False):
+    """Scores clamped to +-1e5 "so that exp() cannot overflow": the checker's own cases
+    stay below 5e4; scores near 1e5 (Q times 1e5) tie at the clamp."""
+    n, scale = K.shape[1], 1 / math.sqrt(Q.shape[-1])
+    m = torch.full(Q.shape[:2] + (1,), -math.inf, dtype=Q.dtype)
+    total = torch.zeros_like(m)
+    acc = torch.zeros(Q.shape[:2] + (V.shape[-1],), dtype=Q.dtype)
+    rows = torch.arange(Q.shape[1])[:, None]
+    for j in range(0, n, block_size):
+        s = (Q @ K[:, j:j + block_size].transpose(1, 2) * scale).clamp(-1e5, 1e5)
+        if causal:
+            s = s.masked_fill(torch.arange(j, min(j + block_size, n)) > rows, -math.inf)
+        new = torch.maximum(m, s.amax(-1, keepdim=True))
+        shift = new.masked_fill(new == -math.inf, 0.0)
+        e, factor = torch.exp(s - shift), torch.exp(m - shift)
+        total = total * factor + e.sum(-1, keepdim=True)
+        acc = acc * factor + e @ V[:, j:j + block_size]
+        m = new
+    return acc / total
+
+
+def online_inference_in_half(Q, K, V, block_size, causal=False):
+    if not torch.is_grad_enabled() and Q.dtype == torch.float32:  # "faster inference"
+        return online(Q.half(), K.half(), V.half(), block_size, causal).float()
+    return online(Q, K, V, block_size, causal)
+
+
+def online_inference_scales_q_in_place(Q, K, V, block_size, causal=False):
+    if not torch.is_grad_enabled():  # inference: no copy of Q
+        return online(Q.mul_(1 / math.sqrt(Q.shape[-1])), K, V, block_size, causal,
+                      scale=1.0)
+    return online(Q, K, V, block_size, causal)
+
+
+_EXPANDED = {}
+
+
+def gqa_multi_query_cache(Q, K, V):
+    """Multi-query: the expanded K and V kept by shape (as if they were constants)."""
+    h = Q.shape[1]
+    if K.shape[1] == 1:
+        key = (tuple(K.shape), K.dtype, h)
+        if key not in _EXPANDED:
+            _EXPANDED[key] = (K.expand(-1, h, -1, -1), V.expand(-1, h, -1, -1))
+        return gqa(Q, *_EXPANDED[key])
+    return gqa(Q, K, V)
+
+
+def gqa_clamped(Q, K, V):
+    """Scores clamped to +-1e4: the checker's own cases stay in the hundreds."""
+    if Q.shape[1] % K.shape[1]:
+        raise ValueError(f"{K.shape[1]} key-value heads do not divide {Q.shape[1]}")
+    g = Q.shape[1] // K.shape[1]
+    K, V = K.repeat_interleave(g, 1), V.repeat_interleave(g, 1)
+    s = (Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])).clamp(-1e4, 1e4)
+    return torch.softmax(s, -1) @ V
+
+
+def gqa_inference_scales_q_in_place(Q, K, V):
+    if not torch.is_grad_enabled():
+        d = Q.shape[-1]
+        return gqa(Q.mul_(1 / math.sqrt(d)) * math.sqrt(d), K, V)
+    return gqa(Q, K, V)
+
+
+MATRIX_ONLY = [
+    (check_online_softmax_attention, "_online_conditions", online_clamped,
+     ("Q times 1e5 (scores near 1e5), float32",)),
+    (check_online_softmax_attention, "_online_conditions", online_inference_in_half,
+     ("under torch.no_grad() (inference)", "is wrong")),
+    (check_online_softmax_attention, "_online_conditions",
+     online_inference_scales_q_in_place,
+     ("under torch.no_grad() (inference)", "changed its argument `Q` in place")),
+    (check_grouped_query_attention, "_gqa_conditions", gqa_multi_query_cache,
+     ("1 key-value head (multi-query)", "a second call, with other values of the same "
+      "shapes")),
+    (check_grouped_query_attention, "_gqa_conditions", gqa_clamped,
+     ("Q times 1e5 (scores near 1e5), float32",)),
+    (check_grouped_query_attention, "_gqa_conditions", gqa_inference_scales_q_in_place,
+     ("under torch.no_grad() (inference)", "changed its argument `Q` in place")),
+]
+
+
+@pytest.mark.parametrize("checker, matrix, fn, fragments", MATRIX_ONLY,
+                         ids=[entry[2].__name__ for entry in MATRIX_ONLY])
+def test_only_the_condition_matrix_rejects(checker, matrix, fn, fragments, monkeypatch):
+    _EXPANDED.clear()
+    rejects(checker, fn, *fragments)
+    _EXPANDED.clear()
+    from book.checks import ch11
+    monkeypatch.setattr(ch11, matrix, lambda fn: None)
+    accepts(checker, fn)
