@@ -835,3 +835,14 @@ def test_alibi_condition_matrix_passes_the_right_fills_above_the_diagonal():
     that the exercise allows passes (the checker's own cases refuse NaN and +inf there)."""
     for fn in (alibi, alibi_masked_above, alibi_symmetric):
         checks._alibi_matrix(fn)
+
+
+def test_rope_round12_a_table_of_2_17_angles_is_caught():
+    """Red-team round 12: Llama's table of max_seq_len * 2 = 131072 angles, indexed (an
+    IndexError at position 131072) or wrapped (told that its angles repeat)."""
+    from checker_redteam import round12_ch10_rope as r12
+
+    rejects(checks.check_apply_rope, r12.W_19_llama_freqs_table_131072,
+            "positions [131072, 131073, 200000", "IndexError")
+    rejects(checks.check_apply_rope, r12.W_07_table_of_131072_positions_wraps,
+            "positions [131072, 131073, 200000", "RoPE at positions % 131,072 (2**17)")

@@ -74,6 +74,19 @@ def _rope_cases():
         ("x of shape (1, 2, 3, 8) at positions [40000, 65535, 100000] (above 32767, "
          "the largest int16)", randn(1, 2, 3, 8), torch.tensor([40000, 65535, 100000]),
          2e-2),
+        # Round 12: beyond a table of 2**17 = 131072 angles (Llama's max_seq_len * 2),
+        # indexed (IndexError) or wrapped (positions % 2**17). Each pair of x has length at
+        # most 1.76 here, and float32 angles (ruled right) are within 0.035 radians of the
+        # exact ones up to 10**6 at d = 8 (pair 0's angle, the position itself, is exact in
+        # float32; pair 1's, near 10**5, is rounded by at most 0.004, and theta_1 = 0.1
+        # rounded by 2.5 ulp moves it by 3e-7 * 10**5 = 0.03; later pairs by less), so a
+        # right solution is within 0.062 of the float64 rotation (measured: 1e-4 with
+        # float32 angles, 9e-3 with theta as exp(-2j/d ln 10000)); a wrapped angle is off
+        # by about 1.
+        ("x of shape (1, 2, 6, 8) at positions [131072, 131073, 200000, 262144, 524287, "
+         "1000000] (at and beyond 2**17 = 131072, the length of a precomputed table of "
+         "angles)", randn(1, 2, 6, 8, generator=torch.Generator().manual_seed(1212)) / 2,
+         torch.tensor([131072, 131073, 200000, 262144, 524287, 10 ** 6]), 1e-1),
         ("float64 x of shape (2, 6, 6) at positions [9, 8, 7, 30, 31, 2]",
          randn(2, 6, 6, dtype=torch.float64), torch.tensor([9, 8, 7, 30, 31, 2]), 1e-6),
         # The first case's shape again, at other positions: cos and sin cached by shape
@@ -239,6 +252,13 @@ def _diagnose_rope(out, x, positions, case, earlier=()):
                     "cos and sin depend on the positions, not only on the shape. Compute "
                     "them from `positions` at every call (a cache must be keyed by the "
                     "positions themselves).")
+    for k in range(8, 25):  # a precomputed table of 2**k angles, indexed modulo its length
+        if int(positions.max()) >= 2 ** k and same(_rope(x, positions % 2 ** k)):
+            return (f"your output is RoPE at positions % {2 ** k:,} (2**{k}): a table of "
+                    f"{2 ** k:,} precomputed angles, wrapped around. The exercise sets no "
+                    "largest position: compute the angles from `positions` at every call "
+                    "(positions * theta in float32, or float64), or grow a table to the "
+                    "largest position asked for.")
     if same(_rope(x, positions, "half")):
         return _PAIRING_HINT
     if same(_rope(x, positions, sign=-1.0)):
