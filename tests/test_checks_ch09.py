@@ -1121,3 +1121,17 @@ def test_attention_step_condition_matrix_catches_what_the_other_cases_do_not(mon
     for fn, _ in wrong:                      # only the matrix rejects them
         _FINGERPRINTS.clear()
         accepts(check, fn)
+
+
+def test_attention_step_round12_messages():
+    """Red-team round 12: a cache of its own reused under torch.no_grad() when the shapes
+    match (two sequences decoded in turn, as generation does), and a cache capped at 8,192
+    positions (the prompt of 16,400)."""
+    from checker_redteam import round12_ch09_attention_step as r12
+
+    step = checks.check_attention_step
+    for fn in (r12.W_14_memo_on_past_length, r12.W_21_memo_under_no_grad_natural):
+        rejects(step, fn, "two other sequences decoded in turn under torch.no_grad()",
+                "build the returned cache from the arguments")
+    rejects(step, r12.W_23_cache_capped_8192, "a prompt of 16,400 positions",
+            "the last 8192 positions only", "keep every position")

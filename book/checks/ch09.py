@@ -722,7 +722,7 @@ def _full_causal(Q, K, V, start=0):
     Q, K, V = Q[:, :, start:].double(), K.double(), V.double()
     n = K.shape[2]
     scores = Q @ K.transpose(2, 3) / math.sqrt(Q.shape[-1])         # (b, h, n - start, n)
-    future = torch.ones(n, n, dtype=torch.bool).triu(1)[start:]
+    future = torch.arange(n)[None, :] > torch.arange(start, n)[:, None]  # (n - start, n)
     rows = torch.softmax(scores.masked_fill(future, float("-inf")), dim=-1) @ V
     return torch.cat([rows.new_zeros(*rows.shape[:2], start, rows.shape[3]), rows], dim=2)
 
@@ -860,15 +860,19 @@ def _cache_cases():
     in turn. A cache kept between calls (a global, a closure, a buffer) goes stale on
     both. Then a prompt of 120 positions, longer than the chapter model's block_size (64):
     a cache or attention limited to a window of the last 64 (or any number up to 120)
-    positions is wrong there. Last, a prompt of LONG_PROMPT positions (one head of size
-    2, two steps: cheap), longer than the usual sliding windows (256, 1,024, 4,096)."""
+    positions is wrong there. Last, prompts of LONG_PROMPT positions (one head of size
+    2, two steps: cheap), longer than the usual sliding windows (256, 1,024, 4,096), and
+    of LONGEST_PROMPT, longer than a cache capped at 8,192 or 16,384 positions (round 12).
+    check_attention_step then decodes two other sequences in turn under torch.no_grad()."""
     g = torch.Generator().manual_seed(14)
     prompt = [x.transpose(1, 2) for x in torch.randn(3, 2, 9, 2, 4, generator=g)]
-    two = [tuple(torch.randn(3, 1, 2, 5, 4, generator=g)) for _ in range(2)]
+    two = _two_sequences(generator=g)
     long_prompt = tuple(torch.randn(3, 1, 2, 123, 8,
                                     generator=torch.Generator().manual_seed(17)))
     longer = tuple(torch.randn(3, 1, 1, LONG_PROMPT + 2, 2,
                                generator=torch.Generator().manual_seed(18)))
+    longest = tuple(torch.randn(3, 1, 1, LONGEST_PROMPT + 2, 2,
+                                generator=torch.Generator().manual_seed(19)))
     return [
         ("a prompt of 5 positions already cached at the first call (batch 2, 2 heads, head "
          "size 4; q, k, v and the cache are transposed views, not contiguous), steps 5..8",
@@ -880,10 +884,24 @@ def _cache_cases():
         (f"a prompt of {LONG_PROMPT:,} positions already cached at the first call (batch "
          f"1, 1 head, head size 2), steps {LONG_PROMPT}..{LONG_PROMPT + 1}", [longer],
          LONG_PROMPT),
+        (f"a prompt of {LONGEST_PROMPT:,} positions already cached at the first call "
+         f"(batch 1, 1 head, head size 2), steps {LONGEST_PROMPT}..{LONGEST_PROMPT + 1}",
+         [longest], LONGEST_PROMPT),
     ]
 
 
 LONG_PROMPT = 4200  # beyond a sliding window of 4,096 (Mistral's), 1,024 or 256
+# Round 12: beyond a cache capped at 8,192 or 16,384 positions (a model's context length);
+# one head of size 2 and two steps: about 0.1 s.
+LONGEST_PROMPT = 16400
+TWO_NO_GRAD = ("two other sequences decoded in turn under torch.no_grad() (generation), "
+               "one step of each (batch 1, 2 heads, head size 4, 5 steps)")
+
+
+def _two_sequences(seed=None, generator=None):
+    """Two (Q, K, V) of batch 1, 2 heads, 5 steps, head size 4."""
+    g = generator or torch.Generator().manual_seed(seed)
+    return [tuple(torch.randn(3, 1, 2, 5, 4, generator=g)) for _ in range(2)]
 
 
 def _diagnose_step(out, Q, K, V, t, hs, later=None, one_head=None, small=None):
@@ -1092,6 +1110,10 @@ def check_attention_step(fn):
         _run_steps(fn, [(Q, K, V)], case, tol)
     for case, sequences, start in _cache_cases():
         _run_steps(fn, sequences, case, 1e-5, start=start)
+    # Generation runs under torch.no_grad(): a path taken only there (its own cache reused
+    # when the shapes match past_keys, round 12) mixes two sequences decoded in turn.
+    with torch.no_grad():
+        _run_steps(fn, _two_sequences(15), TWO_NO_GRAD, 1e-5)
     _judge_first_call(fn, first)
     _check_step_gradient(fn)
     _check_step_gradient_without_q(fn)

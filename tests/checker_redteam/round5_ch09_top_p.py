@@ -8,6 +8,8 @@ Renamed in round 10: check_top_p_filter now has float64 rows whose masses lie 1e
 (exercise 9.1: float64 logits get float64 accuracy); the entries that compute float64
 logits in float32 are W_ (C_01_sort_threshold -> W_23_sort_threshold,
 O_03_log_of_keep_mask -> W_24_log_of_keep_mask).
+Renamed in round 12: A_21_cumsum_float16_probs_float32 -> W_21 (the round-10 case of
+float16 rows 2e-4 from p rejects it; see its comment).
 """
 # flake8: noqa
 import math
@@ -192,12 +194,13 @@ def W_20_epsilon_below_p(logits, p):
     return logits.masked_fill(probs < thresh, float("-inf"))
 
 
-# Accepted on purpose: rounding the sorted float32 probabilities to float16 before the cumsum
-# moves the running sum by about 1e-5 (a random walk of float16 rounding errors), which
-# reaches a decision only on rows whose mass lies within ~1e-5 of p. The checker's rows
-# keep 1e-4 from p so that float32 kernels (AVX2 or not) cannot flip a verdict; among 350
-# seeds of 2 x 4,096 float16 rows with that margin, none tells this solution apart.
-def A_21_cumsum_float16_probs_float32(logits, p):
+# Wrong (was A_21 until round 12): rounding the sorted float32 probabilities to float16
+# before the cumsum moves the running sum by about 1e-5 per step of a random walk, and a sum
+# near 0.75 grows in float16 steps of 0.0005. The round-10 case of 2 x 4,096 float16 rows
+# (2 * randn, another draw) whose masses lie about 2e-4 below p already rejects it: row 1
+# keeps 385 tokens instead of 386 (the checker's hint: the running sum in float32 or float64),
+# so it is tested as wrong.
+def W_21_cumsum_float16_probs_float32(logits, p):
     probs = torch.softmax(logits.float(), -1)
     sp, idx = probs.sort(-1, descending=True)
     c = sp.to(logits.dtype).cumsum(-1).float()
