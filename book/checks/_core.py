@@ -354,8 +354,10 @@ def expect_unchanged(fn, before, args=(), kwargs=None, *, name="your function", 
             label = _argument_name(fn, key) + path
             what = ""
             if tensor.shape == copy.shape and tensor.dtype == copy.dtype:
-                where, want, got, _ = worst(tensor, copy)
-                what = f": at index {where} it held {want:.4g} before the call and {got:.4g} after"
+                where, want, got, diff = worst(tensor, copy)
+                want, got = _shown(want, got)
+                what = (f": at index {where} it held {want} before the call and {got} after "
+                        f"(changed by {diff:.3g})")
             fail(f"{name} changed its argument `{label}` in place on "
                  f"{case or 'the test input'}{what}.", hint or INPLACE_ARGUMENT_HINT)
 

@@ -7,7 +7,6 @@ import torch
 
 from ._core import INTEGER, NONFINITE, STANDARD, call, checker, expect_conditions, \
     expect_gradients, expect_tensor, fail, view_hint, worst
-from ._core import _with_infinities
 
 _CASES = [  # (batch, n, num_hiddens, num_heads): odd sizes, a batch of one, n = 1 and n = 51
     (2, 3, 8, 2), (3, 4, 12, 3), (1, 5, 8, 4), (2, 2, 6, 1), (2, 4, 8, 8), (2, 5, 7, 7),
@@ -337,36 +336,17 @@ def _matrix_cases(shape):
     return cases
 
 
-class _Infinities(torch.autograd.Function):
-    """NONFINITE's +inf and -inf put back where the reference's argument holds NaN, with
-    the gradient passed through unchanged. (_core's expect_conditions hands the reference
-    r + (a - r), which is inf - inf = NaN where a is inf; no other condition puts NaN in
-    these arguments. A no-op once _core keeps the infinities.)"""
-
-    @staticmethod
-    def forward(ctx, X):
-        return torch.where(torch.isnan(X), _with_infinities(torch.zeros_like(X)), X)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad
-
-
-def _nonfinite_reference(reference):
-    return lambda X, num_heads: reference(
-        _Infinities.apply(X) if X.is_floating_point() else X, num_heads)
-
-
 def _matrix_qkv(fn):
     __tracebackhide__ = True
-    expect_conditions(fn, _nonfinite_reference(_split_heads), _matrix_cases(lambda b, n, d, h: (b, n, d)),
+    expect_conditions(fn, _split_heads, _matrix_cases(lambda b, n, d, h: (b, n, d)),
                       name="transpose_qkv", differentiable=(0,), conditions=_MATRIX,
                       hint=_QKV_HINT)
 
 
 def _matrix_output(fn):
     __tracebackhide__ = True
-    expect_conditions(fn, _nonfinite_reference(_merge_heads), _matrix_cases(lambda b, n, d, h: (b * h, n, d // h)),
+    expect_conditions(fn, _merge_heads,
+                      _matrix_cases(lambda b, n, d, h: (b * h, n, d // h)),
                       name="transpose_output", differentiable=(0,), conditions=_MATRIX,
                       hint="reverse the three steps: .reshape(-1, num_heads, n, p), then "
                            ".permute(0, 2, 1, 3), then .reshape(batch, n, num_heads * p).")
