@@ -739,7 +739,8 @@ def _other_values(t):
 
 PLAIN = Condition("as given")
 NONCONTIGUOUS = Condition(
-    "every argument non-contiguous (the same values)", change=lambda a: _map_tensors(a, _strided),
+    "every argument non-contiguous (the same values)",
+    change=lambda a: _map_tensors(a, _strided),
     hint="a tensor that is not contiguous in memory (a slice or a transpose of another) must "
          "give the same result: use .reshape() (not .view()), index by shape and never by "
          "memory layout (no .storage(), .data_ptr() or as_strided).")
@@ -790,7 +791,8 @@ SAME_TENSORS = Condition(
     hint="a cache keyed on the tensors themselves (id(), data_ptr(), storage, "
          "functools.lru_cache) returns a stale result once the caller writes new values "
          "into them (as an optimizer does): compute from the values every call.")
-STANDARD = (PLAIN, REPEAT, NO_GRAD, SAME_TENSORS, NONCONTIGUOUS, EXPANDED, FLOAT64, FLOAT16, BFLOAT16)
+STANDARD = (PLAIN, REPEAT, NO_GRAD, SAME_TENSORS, NONCONTIGUOUS, EXPANDED, FLOAT64, FLOAT16,
+            BFLOAT16)
 
 
 INTEGER = Condition(
@@ -851,8 +853,8 @@ def _cast(args, dtype, grad):
 
 def _rounded_like(r, a):
     """r with the values of a (rounded in a's dtype), its gradient still reaching r's leaf."""
-    if not (isinstance(r, torch.Tensor) and r.is_floating_point() and isinstance(a, torch.Tensor)
-            and a.shape == r.shape):
+    if not (isinstance(r, torch.Tensor) and r.is_floating_point()
+            and isinstance(a, torch.Tensor) and a.shape == r.shape):
         return r
     a = a.detach().to(r.dtype)
     return torch.where(torch.isfinite(a), r + (a - r).detach(), a)
