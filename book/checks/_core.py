@@ -791,6 +791,17 @@ SAME_TENSORS = Condition(
     hint="a cache keyed on the tensors themselves (id(), data_ptr(), storage, "
          "functools.lru_cache) returns a stale result once the caller writes new values "
          "into them (as an optimizer does): compute from the values every call.")
+INFERENCE_HINT = (
+    "arguments that do not require grad (inference, torch.no_grad()) need the same care: "
+    "never change an argument in place, and return a new tensor from every call (no "
+    "output buffer kept between calls).")
+# Arguments that do not require grad, with autograd on (run with differentiable=()): once,
+# and on a second call with other values of the same shapes, so that an in-place shortcut
+# or an output buffer kept only for such calls shows (NO_GRAD runs inside torch.no_grad()).
+WITHOUT_GRAD = (
+    Condition("arguments that do not require grad (inference)", hint=INFERENCE_HINT),
+    Condition("arguments that do not require grad (inference), a second call with other "
+              "values of the same shapes", change=REPEAT.change, hint=INFERENCE_HINT))
 STANDARD = (PLAIN, REPEAT, NO_GRAD, SAME_TENSORS, NONCONTIGUOUS, EXPANDED, FLOAT64, FLOAT16,
             BFLOAT16)
 

@@ -5,7 +5,7 @@ import math
 import torch
 
 from .. import attention as _attention
-from ._core import (REPEAT, STANDARD, Condition, call, checker, expect_close, expect_conditions,
+from ._core import (STANDARD, WITHOUT_GRAD, call, checker, expect_close, expect_conditions,
                     expect_float64_accuracy, expect_gradients, scaled, shifted,
                     expect_new_tensor, expect_tensor, fail, forbidden, is_close, view_hint)
 from .ch01 import FLOAT16_NOT_BFLOAT16
@@ -1325,20 +1325,6 @@ _BEYOND_HINT = ("a float32 or float64 score may lie far beyond float16's range (
                 "own maximum (torch.softmax does), which keeps exp() in range in every dtype.")
 
 
-# Local conditions (proposed for _core): arguments that do not require grad, as in inference
-# (red-team entries wrote into X, or returned a buffer shared between calls, only then), once
-# and on a second call with other values: a second expect_conditions call with
-# differentiable=() (a change that detaches the arguments makes _core's reference gradient
-# raise: its autograd.grad has no graph).
-_NO_GRAD_HINT = ("without autograd (inputs that do not require grad, as in inference) the "
-                 "function must behave the same: do not write into an argument (masked_fill_, "
-                 "X[...] =) and do not return a buffer kept between calls on that path.")
-_NO_GRAD = (Condition("arguments that do not require grad (as in inference)",
-                      hint=_NO_GRAD_HINT),
-            Condition("arguments that do not require grad, a second call with other values",
-                      change=REPEAT.change, hint=_NO_GRAD_HINT))
-
-
 def _matrix_masked_softmax(fn):
     """masked_softmax under every condition of the matrix."""
     __tracebackhide__ = True
@@ -1383,7 +1369,7 @@ def _matrix_masked_softmax(fn):
     expect_conditions(learner, _reference_masked_softmax, close, name="masked_softmax",
                       differentiable=(0,), conditions=(FLOAT16_NOT_BFLOAT16,), hint=hint)
     expect_conditions(learner, _reference_masked_softmax, cases, name="masked_softmax",
-                      conditions=_NO_GRAD)
+                      conditions=WITHOUT_GRAD)
 
 
 def _far_apart_qkv():
@@ -1449,4 +1435,4 @@ def _matrix_sdpa(fn):
                       name="scaled_dot_product_attention", differentiable=(0, 1, 2),
                       conditions=(FLOAT16_NOT_BFLOAT16,), hint=hint)
     expect_conditions(fn, lambda q, k, v, lens: _attend(q, k, v, lens), cases + [far],
-                      name="scaled_dot_product_attention", conditions=_NO_GRAD)
+                      name="scaled_dot_product_attention", conditions=WITHOUT_GRAD)

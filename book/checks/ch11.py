@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from ..cost import peak_memory
-from ._core import (BFLOAT16, EXPANDED, Condition, FLOAT16, FLOAT64, NONCONTIGUOUS, PLAIN, REPEAT,
-                    STANDARD, CheckFailed, call, checker, expect_close, expect_conditions,
+from ._core import (BFLOAT16, FLOAT16, STANDARD, WITHOUT_GRAD, CheckFailed, Condition,
+                    call, checker, expect_close, expect_conditions,
                     expect_float64_accuracy, expect_gradients, expect_tensor, fail,
                     forbidden, is_close, scaled, view_hint)
 
@@ -1269,15 +1269,6 @@ TRANSPOSED = Condition(
 # Inference: arguments that do not require grad (run with differentiable=(): no gradient
 # is compared), on two calls of the same shapes, so that an in-place shortcut taken only
 # without autograd (Q.mul_(scale)) or an output buffer kept for such calls shows.
-_INFERENCE_HINT = (
-    "arguments that do not require grad (inference, torch.no_grad()) need the same care: "
-    "never change an argument in place, and return a new tensor from every call (no "
-    "output buffer kept between calls).")
-_NO_GRAD = (Condition("arguments that do not require grad (inference)",
-                      hint=_INFERENCE_HINT),
-            Condition("arguments that do not require grad (inference), a second call with "
-                      "other values of the same shapes", change=REPEAT.change,
-                      hint=_INFERENCE_HINT))
 _HALF_HIGH = "Q times 4 (exp() of a score above 11.09 overflows float16)"
 _BF16_HIGH = "V times 1e5 (values beyond float16's largest number, 65504)"
 _HALF_HIGH_HINT = (
@@ -1362,7 +1353,7 @@ def _online_conditions(fn):
     for cases, conditions, grad, tol, hint in (
             (general, _EXACT + half + extra, (0, 1, 2), 1e-5, HINT),
             (general[:2] + general[3:], beyond, (0, 1, 2), 1e-5, HINT),
-            (general, _NO_GRAD, (), 1e-5, HINT),
+            (general, WITHOUT_GRAD, (), 1e-5, HINT),
             (far, _EXACT + (TRANSPOSED,), (0, 1, 2), _FAR_TOL, _FAR_HINT)):
         with forbidden(SDPA, SDPA_WHY):
             expect_conditions(online_softmax_attention,
@@ -1414,7 +1405,7 @@ def _gqa_conditions(fn):
     for cases, conditions, grad, tol, hint in (
             (general, STANDARD + extra, (0, 1, 2), 1e-5, None),
             (general[:3], beyond, (0, 1, 2), 1e-5, None),
-            (general, _NO_GRAD, (), 1e-5, None),
+            (general, WITHOUT_GRAD, (), 1e-5, None),
             (far, _EXACT + (TRANSPOSED,), (0, 1, 2), _FAR_TOL, _FAR_HINT)):
         with forbidden(SDPA, SDPA_WHY + " Share the heads yourself."):
             expect_conditions(grouped_query_attention, _gqa, cases,

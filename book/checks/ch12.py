@@ -14,7 +14,7 @@ import re
 import torch
 
 from ._core import (BFLOAT16, EXPANDED, FLOAT16, INTEGER, NONCONTIGUOUS, NONFINITE, PLAIN,
-                    REPEAT, Condition, call, checker, expect_conditions, expect_tensor,
+                    REPEAT, WITHOUT_GRAD, Condition, call, checker, expect_conditions, expect_tensor,
                     fail, passed)
 
 # (batch, channels, height, width, patch_size): the chapter's digits first, then the inputs
@@ -691,15 +691,6 @@ INFINITIES = Condition(
          "convolution, matmul or einsum with one-hot weights adds 0 * x for every other "
          "number, and 0 * inf is NaN. Move the numbers with reshape and permute (or unfold "
          "/ fold), and do not replace inf (nan_to_num, clamp).")
-_INFERENCE_HINT = (
-    "arguments that do not require grad (inference, torch.no_grad()) need the same care: "
-    "never change an argument in place, and return a new tensor from every call (no "
-    "output buffer kept between calls).")
-_NO_GRAD = (Condition("arguments that do not require grad (inference)",
-                      hint=_INFERENCE_HINT),
-            Condition("arguments that do not require grad (inference), a second call with "
-                      "other values of the same shapes", change=REPEAT.change,
-                      hint=_INFERENCE_HINT))
 _CONDITIONS = (PLAIN, REPEAT, NONCONTIGUOUS, EXPANDED, FLOAT64_DIGITS, FLOAT16, BFLOAT16)
 
 
@@ -722,7 +713,7 @@ def _matrix(fn, reference, cases, name, hint):
     it."""
     exact_values = tuple(_values_only(c) for c in _CONDITIONS + (INFINITIES,))
     for conditions, grad, exact in ((exact_values, (0,), True), (_CONDITIONS, (0,), False),
-                                    (_NO_GRAD, (), True)):
+                                    (WITHOUT_GRAD, (), True)):
         expect_conditions(fn, reference, cases, name=name, differentiable=grad,
                           conditions=conditions, atol=1e-7, rtol=1e-7, hint=hint,
                           exact=exact)
