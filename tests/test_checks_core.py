@@ -398,3 +398,16 @@ def test_the_condition_matrix_accepts_a_right_softmax_and_restores_random_state(
     state = torch.get_rng_state()
     assert str(_matrix_softmax_check(_softmax_right)) == "matrix softmax: all checks passed."
     assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_a_condition_copied_with_changes_keeps_every_other_field():
+    from book.checks._core import FLOAT16, FLOAT16_NOT_BFLOAT16, FLOAT64
+    copy = FLOAT64.but(hint="another hint")
+    assert (copy.hint, copy.label, copy.dtype, copy.change) == \
+        ("another hint", FLOAT64.label, torch.float64, FLOAT64.change)
+    assert FLOAT64.hint != "another hint"  # the original is unchanged
+    x = torch.ones(2, dtype=torch.float64)  # the condition casts first, then changes
+    assert copy.change((x,))[0][0].item() == 1 + 2 ** -30  # float64's extra digits kept
+    assert FLOAT16_NOT_BFLOAT16.dtype == FLOAT16.dtype and not FLOAT16_NOT_BFLOAT16.gradients
+    with pytest.raises(TypeError, match="no field"):
+        FLOAT64.but(tolerance=1)

@@ -6,10 +6,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from ..cost import peak_memory
-from .ch01 import FLOAT16_NOT_BFLOAT16
-from ._core import EXPANDED, FLOAT64, NONCONTIGUOUS, PLAIN, REPEAT, STANDARD, call, \
-    checker, expect_close, expect_conditions, expect_gradients, expect_new_tensor, \
-    expect_tensor, fail, is_close, scaled, view_hint
+from ._core import EXPANDED, FLOAT16_NOT_BFLOAT16, FLOAT64, NONCONTIGUOUS, PLAIN, REPEAT, \
+    STANDARD, call, checker, expect_close, expect_conditions, expect_gradients, \
+    expect_new_tensor, expect_tensor, fail, is_close, scaled, view_hint
 
 NEW_TENSOR_HINT = ("return a new tensor, as torch's functions do: with one key every weight is "
                    "1, and softmax(...) @ V computes that output too (a shortcut needs .clone()).")

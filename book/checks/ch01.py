@@ -4,10 +4,10 @@ import contextlib
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ._core import (BFLOAT16, EXPANDED, FLOAT16, FLOAT64, NONCONTIGUOUS, PLAIN, REPEAT,
-                    STANDARD, Condition, call, checker, expect_close, expect_conditions,
-                    expect_gradients, expect_tensor, fail, forbidden, is_close, scaled,
-                    view_hint)
+from ._core import (BFLOAT16, EXPANDED, FLOAT16, FLOAT16_NOT_BFLOAT16, FLOAT64, NONCONTIGUOUS,
+                    PLAIN, REPEAT, STANDARD, Condition, call, checker, expect_close,
+                    expect_conditions, expect_gradients, expect_tensor, fail, forbidden,
+                    is_close, scaled, view_hint)
 
 # -- Exercise 1.1: softmax ------------------------------------------------------------------
 
@@ -319,19 +319,6 @@ _HUGE_SCORES_HINT = (
     "no cast to float16, whose range ends at 65504).")
 # The standard conditions but float16 and bfloat16 (for rows far apart; see each docstring).
 _NO_HALF = (PLAIN, REPEAT, NONCONTIGUOUS, EXPANDED, FLOAT64)
-
-
-# Added after red-team round 12: float16 computed through bfloat16 ("wider range") rounds
-# 100.25 and 99.75 to one number (bfloat16 keeps 8 bits: 0.5 apart near 100), so the
-# weights (0.62, 0.38) come out (0.5, 0.5), far beyond 32 float16 eps.
-# Values only: with keys near 100, a right float16 log-sum-exp's gradient with respect to
-# the queries (a sum of weight errors times keys near 100) errs by 0.13 (measured).
-FLOAT16_NOT_BFLOAT16 = Condition(
-    "float16 arguments", torch.float16, gradients=False,
-    hint="float16 keeps 11 bits (about 3 digits), bfloat16 only 8: compute a float16 input "
-         "in float16 or in float32 (x.float(), then cast back), never through bfloat16, "
-         "which rounds scores near 100 to steps of 0.5. Subtract each row's maximum before "
-         "exp().")
 
 
 def _same_ends(args):

@@ -5,10 +5,10 @@ import math
 import torch
 
 from .. import attention as _attention
-from ._core import (STANDARD, WITHOUT_GRAD, call, checker, expect_close, expect_conditions,
-                    expect_float64_accuracy, expect_gradients, scaled, shifted,
-                    expect_new_tensor, expect_tensor, fail, forbidden, is_close, view_hint)
-from .ch01 import FLOAT16_NOT_BFLOAT16
+from ._core import (FLOAT16_NOT_BFLOAT16, STANDARD, WITHOUT_GRAD, call, checker, expect_close,
+                    expect_conditions, expect_float64_accuracy, expect_gradients, scaled,
+                    shifted, expect_new_tensor, expect_tensor, fail, forbidden, is_close,
+                    view_hint)
 
 # Exercise 3.1: "Write masked_softmax(X, valid_lens) without looking at book.attention".
 _BOOK_MASKED_SOFTMAX = [(_attention, "masked_softmax")]

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from ._core import FLOAT64, FLOAT64_TOL, INPLACE_HINT, STANDARD, CheckFailed, Condition, \
+from ._core import FLOAT64, FLOAT64_TOL, INPLACE_HINT, STANDARD, CheckFailed, \
     call, checker, expect_conditions, expect_float64_accuracy, expect_tensor, fail, \
     passed, scaled, view_hint
 
@@ -291,7 +291,7 @@ def _top_p_matrix(fn):
 def _far_float64(hint):
     """The float64 condition for rows far apart: a wrong value there is exp() overflowing
     or underflowing (float64 accuracy is told apart, last), so its hint says that."""
-    return Condition("float64 arguments", torch.float64, hint=hint)
+    return FLOAT64.but(hint=hint)
 
 
 def _expect_minus_inf_kept(row_logits, in_batch, alone, p, case, row):

@@ -13,9 +13,9 @@ import re
 
 import torch
 
-from ._core import (BFLOAT16, EXPANDED, FLOAT16, INTEGER, NONCONTIGUOUS, NONFINITE, PLAIN,
-                    REPEAT, WITHOUT_GRAD, Condition, call, checker, expect_conditions, expect_tensor,
-                    fail, passed)
+from ._core import (BFLOAT16, EXPANDED, FLOAT16, FLOAT64, INTEGER, NONCONTIGUOUS, NONFINITE,
+                    PLAIN, REPEAT, WITHOUT_GRAD, call, checker, expect_conditions,
+                    expect_tensor, fail, passed)
 
 # (batch, channels, height, width, patch_size): the chapter's digits first, then the inputs
 # that catch a solution right only on square images, one channel, batch 1 or one patch size.
@@ -669,24 +669,18 @@ def check_unpatchify(fn):
 # that an output buffer or an in-place shortcut kept for such calls shows); then in int64.
 # The values must be exact in every dtype (exact=True: each number is moved, never
 # computed; a bfloat16 round trip of float16 numbers, red-team round 10's W_16, was within
-# the 32 eps that _core allows a computation). The gradients are compared in a second pass
-# within float32's rounding in float32 and float64 (atol = rtol = 1e-7, gradients 1e-6) and
-# 32 eps in the half dtypes: _core's seeded weights are float64 numbers, which the
-# learner's float32 gradient holds rounded, so exact=True cannot judge gradients there
-# (the reference itself fails it); the checker's own cases above compare half-precision
+# the 32 eps that _core allows a computation), and so must the gradients: exact=True seeds
+# the backward pass with multiples of 1/64, which every dtype holds, and moving them back
+# computes nothing (the gradient through inf is not judged: its values only). The checker's
+# own cases above compare half-precision
 # gradients exactly. No new_tensor: the exercises do not ask for one, and a reshape may
 # return a view (one patch per image). int64 is judged only when the function returns: the
 # exercises list floating dtypes only, so refusing an integer tensor (F.unfold and F.fold
 # have no integer kernel, the chapter's own way; an in-place x.mul_(1.0)) is allowed, but a
 # result for one must be the integers moved, in int64 (not a float computation).
 
-FLOAT64_DIGITS = Condition(
-    "float64 arguments (with digits that float32 cannot hold)", torch.float64,
-    change=lambda args: tuple(a * (1 + 2 ** -30) if isinstance(a, torch.Tensor) else a
-                              for a in args),
-    hint=FLOAT64_ROUNDED_HINT)
-INFINITIES = Condition(
-    NONFINITE.label, change=NONFINITE.change,
+FLOAT64_DIGITS = FLOAT64.but(hint=FLOAT64_ROUNDED_HINT)
+INFINITIES = NONFINITE.but(
     hint="cutting patches and putting them back move numbers and compute none: a "
          "convolution, matmul or einsum with one-hot weights adds 0 * x for every other "
          "number, and 0 * inf is NaN. Move the numbers with reshape and permute (or unfold "
@@ -699,24 +693,13 @@ class _Refused(BaseException):
     that _core.call lets it through instead of reporting a crash."""
 
 
-def _values_only(condition):
-    """`condition` with its values compared and not its gradients (the arguments still
-    require grad, as in training: earlier rounds accepted in-place no-ops, x.sub_(0), on
-    arguments that do not, which an expanded argument refuses)."""
-    return Condition(condition.label, condition.dtype, condition.change, condition.hint,
-                     gradients=False)
-
-
 def _matrix(fn, reference, cases, name, hint):
-    """The conditions above on `cases`: exact values (with inf among the numbers too), then
-    values and gradients, then without gradients, then int64 unless the function refuses
-    it."""
-    exact_values = tuple(_values_only(c) for c in _CONDITIONS + (INFINITIES,))
-    for conditions, grad, exact in ((exact_values, (0,), True), (_CONDITIONS, (0,), False),
-                                    (WITHOUT_GRAD, (), True)):
+    """The conditions above on `cases`: exact values and gradients, exact values with inf
+    among the numbers, then without gradients, then int64 unless the function refuses it."""
+    with_grad = _CONDITIONS + (INFINITIES.but(gradients=False),)
+    for conditions, grad in ((with_grad, (0,)), (WITHOUT_GRAD, ())):
         expect_conditions(fn, reference, cases, name=name, differentiable=grad,
-                          conditions=conditions, atol=1e-7, rtol=1e-7, hint=hint,
-                          exact=exact)
+                          conditions=conditions, hint=hint, exact=True)
 
     def integers(*args):
         try:
