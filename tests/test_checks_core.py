@@ -411,3 +411,85 @@ def test_a_condition_copied_with_changes_keeps_every_other_field():
     assert FLOAT16_NOT_BFLOAT16.dtype == FLOAT16.dtype and not FLOAT16_NOT_BFLOAT16.gradients
     with pytest.raises(TypeError, match="no field"):
         FLOAT64.but(tolerance=1)
+
+
+# -- Round 13: the caller's state, inference mode, partial gradients, the global generator ---
+
+def _weighted_check(fn):
+    """A two-argument differentiable function (softmax(s) @ v) under STANDARD."""
+    from book.checks._core import STANDARD, expect_conditions
+    g = torch.Generator().manual_seed(4)
+    cases = [("a (2, 3, 5) batch", (torch.randn(2, 3, 5, generator=g),
+                                    torch.randn(2, 5, 4, generator=g)))]
+
+    @checker("weighted")
+    def check(f):
+        expect_conditions(f, lambda s, v: torch.softmax(s, -1) @ v, cases, name="weighted",
+                          differentiable=(0, 1), conditions=STANDARD)
+    return check(fn)
+
+
+def _weighted_right(s, v):
+    return _softmax_right(s) @ v
+
+
+def _inference_path(s, v):
+    if torch.is_inference_mode_enabled():
+        return (_softmax_right(s.bfloat16()) @ v.bfloat16()).to(s.dtype)
+    return _weighted_right(s, v)
+
+
+def _graph_only_for_s(s, v):
+    return _weighted_right(s, v if s.requires_grad else v.detach())
+
+
+def _draws(s, v):
+    order = torch.randperm(s.shape[-1])  # the same result in any order, but a draw
+    return _softmax_right(s[..., order]) @ v[..., order, :]
+
+
+def _default_dtype(s, v):
+    torch.set_default_dtype(s.dtype)
+    return _weighted_right(s, v)
+
+
+def _requires_grad(s, v):
+    s.requires_grad_()
+    return _weighted_right(s, v)
+
+
+def _hooked(s, v):
+    if s.requires_grad:
+        s.register_hook(lambda g: g.nan_to_num(0))
+    return _weighted_right(s, v)
+
+
+def _grad_cleared(s, v):
+    s.grad = torch.zeros_like(s) if s.requires_grad and s.is_leaf else s.grad
+    return _weighted_right(s, v)
+
+
+@torch.inference_mode()
+def _decorated(s, v):
+    return _weighted_right(s, v)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (_inference_path, "under torch.inference_mode(), with other values"),
+    (_graph_only_for_s, "only `v` requiring grad (argument 2"),
+    (_draws, "drew from torch's global random generator"),
+    (_default_dtype, "changed torch's default dtype from torch.float32 to torch.float64"),
+    (_requires_grad, "changed its requires_grad from False to True of the argument `s`"),
+    (_hooked, "changed its hooks (it had 0, now 1: register_hook) of the argument `s`"),
+    (_grad_cleared, "changed its .grad (the gradient the caller had accumulated)"),
+    (_decorated, "returned an inference tensor"),
+])
+def test_round13_side_effects_and_modes_are_rejected(fn, fragment):
+    with pytest.raises(checks.CheckFailed) as failure:
+        _weighted_check(fn)
+    assert fragment in str(failure.value), str(failure.value)
+    assert torch.get_default_dtype() == torch.float32  # put back by the check
+
+
+def test_round13_conditions_accept_a_right_two_argument_function():
+    assert str(_weighted_check(_weighted_right)) == "weighted: all checks passed."

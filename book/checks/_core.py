@@ -215,6 +215,7 @@ def call(fn, *args, name="your function", case="", hint_on_error=None, inplace_h
     if not callable(fn):
         fail(f"{name} should be a function (or class), got a {type(fn).__name__}.")
     before = _snapshot(args, kwargs)
+    state = _caller_state(args, kwargs)
     try:
         result = fn(*args, **kwargs)
     except CheckFailed:
@@ -232,11 +233,79 @@ def call(fn, *args, name="your function", case="", hint_on_error=None, inplace_h
         failure = (f"{name} raised {type(error).__name__}: {error}\n  on {case or 'the test input'}"
                    f"{_learner_line(error)}", hint)
     else:
+        _expect_caller_state_kept(fn, state, name, case)
+        _expect_no_inference_tensors(result, name, case)
         expect_unchanged(fn, before, args, kwargs, name=name, case=case, hint=inplace_hint)
         _expect_earlier_results_kept(name, case)
         _remember(result, before, case)
         return result
+    _expect_caller_state_kept(fn, state, name, case)
     fail(*failure)
+
+
+# -- The caller's state: what a function must leave as it found it ---------------------------
+# Added after red-team round 13: functions that returned right values and changed what the
+# caller owns: `x.requires_grad_()` on an argument, `x.grad = None`, a hook registered on an
+# argument (a NaN-zeroing hook hides a NaN gradient of the caller's own later losses), and
+# torch.set_default_dtype left changed.
+
+def _hooks(t):
+    return sum(len(getattr(t, attr, None) or {})
+               for attr in ("_backward_hooks", "_post_accumulate_grad_hooks"))
+
+
+def _caller_state(args, kwargs):
+    return (torch.get_default_dtype(),
+            [(key, path, t, t.requires_grad, _grad(t), _hooks(t))
+             for key, path, t in _tensors(args, kwargs)])
+
+
+def _grad(t):
+    return t.grad if t.is_leaf else None  # (.grad of a non-leaf warns, and is None)
+
+
+CALLER_STATE_HINT = (
+    "a function leaves what it was given as it found it: compute on new tensors (y = x * 1, "
+    "x.detach(), torch.where) instead of changing an argument's requires_grad, .grad or "
+    "hooks, and pass dtypes explicitly (torch.zeros(..., dtype=x.dtype)) instead of "
+    "torch.set_default_dtype.")
+
+
+def _expect_caller_state_kept(fn, state, name, case):
+    __tracebackhide__ = True
+    default, tensors = state
+    now = torch.get_default_dtype()
+    if now != default:
+        torch.set_default_dtype(default)  # put it back, so that nothing else is affected
+        fail(f"{name} changed torch's default dtype from {default} to {now} (set_default_dtype) "
+             f"on {case or 'the test input'} and left it so: every later torch.zeros or "
+             "torch.randn of the caller comes out in the wrong dtype.", CALLER_STATE_HINT)
+    for key, path, t, requires_grad, grad, hooks in tensors:
+        label = f"`{_argument_name(fn, key)}{path}`"
+        what = ("its requires_grad from {} to {}".format(requires_grad, t.requires_grad)
+                if t.requires_grad != requires_grad else
+                "its .grad (the gradient the caller had accumulated)" if _grad(t) is not grad
+                else f"its hooks (it had {hooks}, now {_hooks(t)}: register_hook)"
+                if _hooks(t) != hooks else None)
+        if what:
+            fail(f"{name} changed {what} of the argument {label} on "
+                 f"{case or 'the test input'}.", CALLER_STATE_HINT)
+
+
+def _expect_no_inference_tensors(result, name, case):
+    """Added after red-team round 13: a function decorated with @torch.inference_mode()
+    returns right values that training cannot use (backward refuses inference tensors)."""
+    __tracebackhide__ = True
+    if torch.is_inference_mode_enabled():
+        return
+    outputs = result if isinstance(result, (tuple, list)) else [result]
+    if any(isinstance(t, torch.Tensor) and t.is_inference() for t in outputs):
+        fail(f"{name} returned an inference tensor on {case or 'the test input'} (computed "
+             "under torch.inference_mode()), outside inference mode: training cannot use it "
+             "(backward() refuses to save an inference tensor).",
+             "do not decorate the function with @torch.inference_mode() or turn it on "
+             "inside: the caller decides whether autograd records (torch.no_grad() or "
+             "inference_mode around the call).")
 
 
 # -- Results a later call must not change -------------------------------------------------
@@ -708,10 +777,12 @@ class Condition:
     operations (or returns None where it does not apply), and `hint` says what to fix."""
 
     def __init__(self, label, dtype=None, change=None, hint=None, gradients=True,
-                 no_grad=False, same_tensors=False):
+                 no_grad=False, same_tensors=False, inference=False, only=None):
         self.label, self.dtype, self.change, self.hint = label, dtype, change, hint
         self.gradients = gradients  # False: compare values only under this condition
         self.no_grad = no_grad  # True: plain arguments, the call inside torch.no_grad()
+        self.inference = inference  # True: plain arguments, inside torch.inference_mode()
+        self.only = only  # a position: only that argument requires grad (the rest constants)
         self.same_tensors = same_tensors  # True: a first call, then new values written
         #                                   into the same tensors, then the judged call
 
@@ -805,6 +876,20 @@ NO_GRAD = Condition(
     hint="inference (torch.no_grad(), arguments without requires_grad) must give what "
          "training gives: no path of its own that writes into an argument, reuses a stored "
          "result or buffer, or skips a step.")
+# Added after red-team round 13: a path of its own under torch.inference_mode() (which
+# no_grad does not take: torch.is_inference_mode_enabled()), bfloat16 there, say.
+INFERENCE = Condition(
+    "under torch.inference_mode(), with other values of the same shapes",
+    change=lambda a: _map_tensors(a, lambda t: t.flatten().roll(2).reshape(t.shape)
+                                  if t.numel() > 2 else t), inference=True,
+    hint="inference (torch.inference_mode(), as serving code runs) must give what training "
+         "gives: no path of its own that computes in another dtype, reuses a stored result "
+         "or skips a step.")
+PARTIAL_GRAD_HINT = (
+    "a model often trains only some inputs (frozen weights, a fixed query): the gradient "
+    "must reach every argument that requires grad, whichever the others do. Do not decide "
+    "whether to build the graph from one argument's requires_grad, and do not detach or "
+    "compute under torch.no_grad() on such a test.")
 SAME_TENSORS = Condition(
     "the same tensors again, after new values were written into them",
     same_tensors=True,
@@ -822,8 +907,10 @@ WITHOUT_GRAD = (
     Condition("arguments that do not require grad (inference)", hint=INFERENCE_HINT),
     Condition("arguments that do not require grad (inference), a second call with other "
               "values of the same shapes", change=REPEAT.change, hint=INFERENCE_HINT))
-STANDARD = (PLAIN, REPEAT, NO_GRAD, SAME_TENSORS, NONCONTIGUOUS, EXPANDED, FLOAT64, FLOAT16,
-            BFLOAT16)
+STANDARD = (PLAIN, REPEAT, NO_GRAD, INFERENCE, SAME_TENSORS, NONCONTIGUOUS, EXPANDED, FLOAT64,
+            FLOAT16, BFLOAT16)
+# With PLAIN among the conditions and two or more differentiable arguments, expect_conditions
+# also runs PLAIN once per differentiable argument with only that one requiring grad.
 
 
 INTEGER = Condition(
@@ -900,7 +987,7 @@ def _half_tol(dtype, expected):
 
 def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditions=STANDARD,
                       atol=1e-5, rtol=1e-4, outputs=None, new_tensor=False, hint=None,
-                      exact=False):
+                      exact=False, random=False):
     """Run `fn` on every case under every condition and compare with `reference`.
 
     cases: [(words, args)], args a tuple of positional arguments (tensors and others);
@@ -909,17 +996,25 @@ def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditio
     gradients are compared (a seeded loss, reference in float64); outputs picks the tensors
     of a result (default: the tensor, or each tensor of a tuple); new_tensor: each output
     must not share memory with an argument; exact: values and gradients must be exact in
-    every dtype (pure data movement).
+    every dtype (pure data movement); random: the function may draw from torch's global
+    random generator (otherwise a draw fails: a deterministic function that draws shifts
+    every later random number of the caller).
     """
     __tracebackhide__ = True
     pick = outputs or _as_list
+    if PLAIN in conditions and len(differentiable) > 1:
+        conditions = tuple(conditions) + tuple(
+            PLAIN.but(label=f"only `{_argument_name(fn, i)}` requiring grad (argument {i + 1}; "
+                            "the others constants, as frozen weights are)",
+                      only=i, hint=PARTIAL_GRAD_HINT) for i in differentiable)
     for words, base in cases:
         for condition in conditions:
             dtype = condition.dtype
             if dtype is not None and not any(isinstance(a, torch.Tensor)
                                              and a.is_floating_point() for a in base):
                 continue
-            grad = () if condition.no_grad else differentiable
+            grad = (() if condition.no_grad or condition.inference else differentiable
+                    if condition.only is None else (condition.only,))
             args, leaves = _cast(base, dtype, grad)
             wide = torch.float64 if dtype is None or dtype.is_floating_point else dtype
             ref_args, ref_leaves = _cast(args, wide, grad)
@@ -938,9 +1033,19 @@ def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditio
                         if isinstance(a, torch.Tensor) and a.is_floating_point():
                             a.copy_(_other_values(a.detach().clone()))
                             r.copy_(a.detach().to(r.dtype))
-            with torch.no_grad() if condition.no_grad else contextlib.nullcontext():
+            mode = (torch.inference_mode() if condition.inference else torch.no_grad()
+                    if condition.no_grad else contextlib.nullcontext())
+            generator = torch.get_rng_state()
+            with mode:
                 result = call(fn, *args, name=name, case=case, hint_on_error=lambda error: (
                     INPLACE_ARGUMENT_HINT if "in-place" in str(error) else condition.hint))
+            if not random and not torch.equal(torch.get_rng_state(), generator):
+                fail(f"{name} drew from torch's global random generator on {case} "
+                     "(torch.rand, randn, randperm, dropout, ...): the result must not depend "
+                     "on chance, and a draw shifts every later random number of the caller, "
+                     "so that a seeded run no longer repeats.",
+                     "use no randomness here: no random order, jitter or dropout (and no "
+                     "torch.manual_seed either).")
             got = pick(result) if isinstance(result, (tuple, list)) or outputs else [result]
             want = pick(reference(*ref_args))
             if len(got) != len(want):
