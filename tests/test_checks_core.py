@@ -465,7 +465,13 @@ def _hooked(s, v):
 
 
 def _grad_cleared(s, v):
-    s.grad = torch.zeros_like(s) if s.requires_grad and s.is_leaf else s.grad
+    s.grad = None  # "a fresh gradient for this call"
+    return _weighted_right(s, v)
+
+
+def _grad_zeroed(s, v):
+    if s.grad is not None:
+        s.grad.zero_()
     return _weighted_right(s, v)
 
 
@@ -482,6 +488,7 @@ def _decorated(s, v):
     (_requires_grad, "changed its requires_grad from False to True of the argument `s`"),
     (_hooked, "changed its hooks (it had 0, now 1: register_hook) of the argument `s`"),
     (_grad_cleared, "changed its .grad (the gradient the caller had accumulated)"),
+    (_grad_zeroed, "changed its .grad (the gradient the caller had accumulated)"),
     (_decorated, "returned an inference tensor"),
 ])
 def test_round13_side_effects_and_modes_are_rejected(fn, fragment):

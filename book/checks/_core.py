@@ -256,8 +256,12 @@ def _hooks(t):
 
 def _caller_state(args, kwargs):
     return (torch.get_default_dtype(),
-            [(key, path, t, t.requires_grad, _grad(t), _hooks(t))
+            [(key, path, t, t.requires_grad, _grad(t), _copy(_grad(t)), _hooks(t))
              for key, path, t in _tensors(args, kwargs)])
+
+
+def _copy(t):
+    return None if t is None else t.detach().clone()
 
 
 def _grad(t):
@@ -280,11 +284,12 @@ def _expect_caller_state_kept(fn, state, name, case):
         fail(f"{name} changed torch's default dtype from {default} to {now} (set_default_dtype) "
              f"on {case or 'the test input'} and left it so: every later torch.zeros or "
              "torch.randn of the caller comes out in the wrong dtype.", CALLER_STATE_HINT)
-    for key, path, t, requires_grad, grad, hooks in tensors:
+    for key, path, t, requires_grad, grad, grad_copy, hooks in tensors:
         label = f"`{_argument_name(fn, key)}{path}`"
         what = ("its requires_grad from {} to {}".format(requires_grad, t.requires_grad)
                 if t.requires_grad != requires_grad else
                 "its .grad (the gradient the caller had accumulated)" if _grad(t) is not grad
+                or (grad is not None and not _same(grad, grad_copy))
                 else f"its hooks (it had {hooks}, now {_hooks(t)}: register_hook)"
                 if _hooks(t) != hooks else None)
         if what:
@@ -964,7 +969,8 @@ def _cast(args, dtype, grad):
                 a = a.detach().to(dtype or a.dtype).clone()
                 if i in grad:
                     a.requires_grad_(True)
-                    leaves.append((i, a))
+                    a.grad = torch.full_like(a, 0.25)  # as if the caller had accumulated
+                    leaves.append((i, a))                # some: it must stay as it is
         out.append(a)
     return tuple(out), leaves
 
