@@ -884,3 +884,57 @@ def test_round12_topk_messages_point_at_the_fault(name):
     from checker_redteam import round12_ch01_topk as r12
 
     rejects(checks.check_topk_attention_pool, vars(r12)[name], *ROUND12_TOPK_MESSAGES[name])
+
+
+# Round 13: size-keyed fast paths (rows > 64, keys > 4096), -inf replaced by a finite number
+# below which finite scores lie, and a one-ulp tie tolerance in top-k.
+ROUND13_SOFTMAX_MESSAGES = {
+    "W_25_chunked_rows_first_chunk_max": ["(3, 4099) matrix", "contains NaN",
+                                          "maximum over the whole last axis"],
+    "W_30_long_rows_float32": ["(3, 4099) matrix", "float64 arguments", "float64 reference"],
+    "W_31_long_rows_no_shift": ["(3, 4099) matrix", "contains NaN", "no faster path"],
+    "W_39_long_rows_no_shift_256": ["(3, 4099) matrix", "contains NaN", "no faster path"],
+    "W_40_long_rows_no_shift_64": ["(3, 4099) matrix", "contains NaN", "no faster path"],
+    "W_42_long_rows_no_shift_8": ["(67, 9) matrix", "contains NaN", "no faster path"],
+    "W_41_many_rows_float32": ["(67, 9) matrix", "float64 arguments", "float64 reference"],
+    "W_43_many_rows_float32_8": ["(67, 9) matrix", "float64 arguments", "float64 reference"],
+    "W_46_float64_long_rows_float32_8": ["(67, 9) matrix", "float64 arguments",
+                                         "float64 reference"],
+    "W_45_halves_long_rows_native_overflow": ["(67, 9) matrix", "float16 arguments",
+                                              "contains NaN"],
+    "W_48_inplace_long_rows": ["(67, 9) matrix", "under torch.no_grad()",
+                               "changed its argument `scores` in place"],
+    "W_23_mask_neg_large_not_inf": ["(1, 4099) float32 row", "a score of -inf",
+                                    "keep -inf as it is"],
+    "W_34_inf_to_minus_large_float32": ["(1, 4099) float32 row", "a score of -inf",
+                                        "keep -inf as it is"],
+    "W_47_minus_inf_weight_long_rows": ["(1, 4099) float32 row", "a score of -inf",
+                                        "keep -inf as it is"],
+}
+ROUND13_TOPK_MESSAGES = {
+    "W_25_one_ulp_tolerance": ["1 - 2^-53", "not a tie", "without a tolerance"],
+    "W_33_many_keys_topk_scatter": ["4099 keys", "expected [171, 805, 824]",
+                                    "keys whose score equals the k-th best"],
+    "W_34_many_keys_topk_scatter_8": ["67 queries, 9 keys",
+                                      "keys whose score equals the k-th best"],
+    "W_35_many_queries_float32": ["67 queries, 9 keys", "float64 arguments",
+                                  "float64 reference"],
+    "W_36_many_keys_no_shift": ["67 queries, 9 keys", "contains NaN",
+                                "subtract each row's maximum"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND13_SOFTMAX_MESSAGES)
+def test_round13_softmax_messages_point_at_the_fault(name):
+    from checkers_support import redteam_entry
+
+    rejects(checks.check_softmax, redteam_entry("round13_ch01_softmax", name),
+            *ROUND13_SOFTMAX_MESSAGES[name])
+
+
+@pytest.mark.parametrize("name", ROUND13_TOPK_MESSAGES)
+def test_round13_topk_messages_point_at_the_fault(name):
+    from checkers_support import redteam_entry
+
+    rejects(checks.check_topk_attention_pool, redteam_entry("round13_ch01_topk", name),
+            *ROUND13_TOPK_MESSAGES[name])

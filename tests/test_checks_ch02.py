@@ -552,3 +552,25 @@ def test_round12_in_place_write_into_the_queries_raises_on_expanded():
 
     rejects(checks.check_epanechnikov_pool, r10.W_04_inplace_intermediates,
             "every argument expanded along its first axis", "do not write into an argument")
+
+
+# -- Round 13 red team (tests/checker_redteam/round13_ch02_epanechnikov.py) ---------------
+ROUND13_MESSAGES = {
+    "W_10_reciprocal_width_edge": ["query 0.85", "width 0.85", "clamp 1 - u ** 2 at 0"],
+    "W_28_big_inputs_float32": ["65 queries", "4099 keys", "float64 reference"],
+    "W_30_many_pairs_float32_small": ["65 queries", "4099 keys", "float64 reference"],
+    "W_29_chunked_queries_drop_tail": ["65 queries", "weights[64, ",
+                                       "must get a weight > 0"],
+    "W_31_many_keys_uniform_empty": ["65 queries", "query 40.2 got uniform weights",
+                                     "keep the weights 0"],
+    "W_32_many_queries_nan_to_num": ["65 queries", "gave NaN (0/0)",
+                                     "guard the denominator itself"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND13_MESSAGES)
+def test_round13_messages_point_at_the_fault(name):
+    from checkers_support import redteam_entry
+
+    rejects(checks.check_epanechnikov_pool,
+            redteam_entry("round13_ch02_epanechnikov", name), *ROUND13_MESSAGES[name])

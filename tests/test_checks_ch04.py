@@ -602,3 +602,34 @@ def test_bahdanau_round12_messages():
     assert "score = w_v(tanh" not in text
     rejects(checks.check_bahdanau_step, r12.W_23_w_v_as_vector_of_num_hiddens,
             "num_hiddens 12, attention_size 10")
+
+
+R13 = {  # red-team round 13 (writer C): the message names the fault
+    "W_10_positions_in_model_dtype": ("4099 encoder steps", "got weight 0 at position 2048",
+                                      "2049 becomes 2048", "build the mask from integers"),
+    "W_14_restore_mode_flattens_submodules": ("its module `rnn`", "mixed modes",
+                                              "decoder.train(was)"),
+    "W_24_cached_keys_fingerprint": ("under torch.no_grad()", "sum and sum of squares",
+                                     "returns wrong weights", "checksum"),
+    "W_25_switches_dropout_off_for_good": ("setting `decoder.attention.dropout.p`",
+                                           "was 0.2 before the call and is 0.0",
+                                           "not setting their rates to 0"),
+    "W_26_zero_grad_inside": ("changed the gradient the caller had accumulated",
+                              "None after it", "no decoder.zero_grad()"),
+}
+
+
+@pytest.mark.parametrize("name", R13)
+def test_bahdanau_round13_messages(name):
+    rejects(checks.check_bahdanau_step, redteam_entry("round13_ch04_bahdanau", name),
+            *R13[name])
+
+
+def test_bahdanau_round13_context_of_an_empty_row_is_named():
+    """Red-team round 13: the weights of a length-0 row zeroed after the context was taken
+    from the uniform softmax: the message names the length-0 rows, not the cat order."""
+    text = rejects(checks.check_bahdanau_step,
+                   redteam_entry("round13_ch04_bahdanau", "W_30_context_before_len0_fix"),
+                   "only for the sequences of valid length 0", "their context must be 0",
+                   "after the mask has zeroed them")
+    assert "cat(" not in text

@@ -355,3 +355,23 @@ def test_round12_a_zero_one_matmul_is_told_that_inf_times_zero_is_nan():
                         (checks.check_transpose_output, out.W_12_einsum_selection)):
         rejects(checker, fn, "contains NaN", "arguments holding +inf and -inf",
                 "inf * 0 is NaN")
+
+
+R13 = {  # red-team round 13 (writer C): the message names the fault
+    "W_23_cache_keyed_on_checksum": ("X.flip(1)", "returns its result of an earlier call",
+                                     "same sum and sum of squares", "checksum"),
+    "W_24_chunked_batch_drops_tail": ("(9, 67, 12)", "rows are missing",
+                                      "the last, shorter chunk"),
+    "W_25_long_seq_fast_path": ("(9, 67, 12)", "wrong layout"),
+}
+
+
+@pytest.mark.parametrize("name", R13)
+@pytest.mark.parametrize("checker, module", [
+    (checks.check_transpose_qkv, "round13_ch05_transpose_qkv"),
+    (checks.check_transpose_output, "round13_ch05_transpose_output")])
+def test_round13_messages(checker, module, name):
+    fragments = R13[name]
+    if module.endswith("output") and name != "W_23_cache_keyed_on_checksum":
+        fragments = ("(27, 67, 4)",) + fragments[1:]
+    rejects(checker, redteam_entry(module, name), *fragments)

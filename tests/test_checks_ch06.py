@@ -481,7 +481,7 @@ def test_rejects_a_dropout_mask_shared_by_the_positions():
 
 
 def test_the_dropout_tests_accept_right_masks_with_a_wide_margin():
-    """Over 200 seeds, independent masks at 0.5 and 0.2 stay below every bound even without
+    """Over 200 seeds, independent masks at every rate tried stay below every bound even without
     its 0.05 of slack for the observed rate."""
     worst = -1.0
     for seed in range(200):
@@ -744,3 +744,18 @@ def test_round12_messages(name):
                    redteam_entry("round12_ch06_learned_pe", name), *R12[name], args=(False,))
     if name == "W_15_clamp_table":
         assert "slice" not in text.split("Hint:")[0]
+
+
+R13 = {  # red-team round 13 (writer C): the message names the fault
+    "W_20_dropout_mask_in_float16": ("dropout=0.25", "times 1.333008", "= 1.333333",
+                                     "the dropout scale is rounded"),
+    "W_23_scale_bfloat16": ("dropout=0.25", "times 1.335938", "the dropout scale is rounded"),
+    "W_24_mask_from_decile_uniforms": ("dropout=0.25", "30.1% of the entries are dropped",
+                                       "expected 25%", "A coarse draw"),
+}
+
+
+@pytest.mark.parametrize("name", R13)
+def test_round13_messages(name):
+    rejects(checks.check_learned_positional_encoding,
+            redteam_entry("round13_ch06_learned_pe", name), *R13[name], args=(False,))

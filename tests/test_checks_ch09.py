@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from book import checks
-from checkers_support import accepts, redteam_entries, rejects
+from checkers_support import accepts, redteam_entries, redteam_entry, rejects
 from book.checks.ch09 import _nucleus, _step_cases, _top_p_cases
 
 
@@ -227,6 +227,12 @@ def test_top_p_cases_keep_a_margin_from_p():
             continue
         if "4,096 bfloat16" in case:
             assert margin > 4e-4, (case, margin)
+            continue
+        if "4 * randn" in case:      # bfloat16 at p=0.95 (round 13)
+            assert margin > 2e-4, (case, margin)
+            continue
+        if "4,099 float32" in case:  # probabilities near 2.4e-4 (round 13)
+            assert margin > 8e-5, (case, margin)
             continue
         if "just below 1" in case:   # the smallest probability, 1.9e-5, is the margin
             assert margin > 1.5e-5, (case, margin)
@@ -1135,3 +1141,57 @@ def test_attention_step_round12_messages():
                 "build the returned cache from the arguments")
     rejects(step, r12.W_23_cache_capped_8192, "a prompt of 16,400 positions",
             "the last 8192 positions only", "keep every position")
+
+
+# -- Round 13 (writer E) ------------------------------------------------------------------
+
+
+def test_top_p_rejects_a_running_sum_in_bfloat16_at_p_095():
+    """A bfloat16 running sum (float16 upcast only) moves the boundary on the 4 * randn
+    bfloat16 rows at p = 0.95, where ties do not hide it."""
+    rejects(checks.check_top_p_filter,
+            redteam_entry("round13_ch09_top_p", "W_17_cumsum_in_input_dtype_bf16"),
+            "4 * randn", "p=0.95", "not only for float16")
+
+
+def test_top_p_rejects_a_nucleus_capped_at_2048_tokens():
+    """A nucleus looked for among the top 2,048 tokens: the flat rows of 4,099 need 3,613."""
+    rejects(checks.check_top_p_filter,
+            redteam_entry("round13_ch09_top_p3", "W_28_nucleus_in_top_2048"),
+            "4,099 float32", "you keep the 2,048 most probable tokens", "sort the whole row")
+
+
+def test_top_p_names_a_cap_at_1024_tokens():
+    rejects(checks.check_top_p_filter,
+            redteam_entry("round13_ch09_top_p3", "W_26_nucleus_in_top_1024"),
+            "you keep the 1,024 most probable tokens", "topk(k) for a fixed k")
+
+
+def test_attention_step_rejects_a_gradient_window_of_2048():
+    rejects(checks.check_attention_step,
+            redteam_entry("round13_ch09_attention_step", "W_06_grad_window_2048"),
+            "prompt of 4,099 positions", "the gradient with respect to the keys is cut",
+            "positions 0..2050 get none", "no .detach() of older positions")
+
+
+def test_attention_step_rejects_a_gradient_window_on_values_of_512():
+    rejects(checks.check_attention_step,
+            redteam_entry("round13_ch09_attention_step2", "W_05_grad_window_on_values_only_512"),
+            "prompt of 4,099 positions", "the gradient with respect to the values is cut",
+            "positions 0..3586 get none")
+
+
+@pytest.mark.parametrize("module, name", [
+    ("round13_ch09_attention_step", "W_18_dedup_identical_keys"),
+    ("round13_ch09_attention_step2", "W_04_dedup_key_only")])
+def test_attention_step_rejects_a_repeated_token_not_appended(module, name):
+    rejects(checks.check_attention_step, redteam_entry(module, name),
+            "repeated tokens", "step t=3", "expected (1, 2, 4, 4)", "a token may repeat")
+
+
+def test_attention_step_rejects_a_no_grad_cache_keyed_on_the_first_key():
+    """Two sequences sharing their first position, decoded in turn under no_grad: a cache
+    of the solution's own keyed on (shape, dtype, first key) mixes them."""
+    rejects(checks.check_attention_step,
+            redteam_entry("round13_ch09_attention_step", "W_15_cache_keyed_on_shape_and_first"),
+            "share their first position", "sequence 1, step t=2", "the caller owns the cache")

@@ -9,7 +9,7 @@ import torch
 
 from book import positions
 from book.checks import ch10 as checks
-from checkers_support import accepts, redteam_entries, rejects
+from checkers_support import accepts, redteam_entries, redteam_entry, rejects
 
 
 def stub(*args):
@@ -846,3 +846,18 @@ def test_rope_round12_a_table_of_2_17_angles_is_caught():
             "positions [131072, 131073, 200000", "IndexError")
     rejects(checks.check_apply_rope, r12.W_07_table_of_131072_positions_wraps,
             "positions [131072, 131073, 200000", "RoPE at positions % 131,072 (2**17)")
+
+
+# -- Round 13 (writer E) ------------------------------------------------------------------
+
+
+def test_rope_rejects_float64_x_detached():
+    rejects(checks.check_apply_rope,
+            redteam_entry("round13_ch10_rope2", "W_23_float64_detached"),
+            "float64 x of shape (2, 3, 7, 8)", "requires_grad=False",
+            "keep float64 x in the graph")
+
+
+def test_rope_rejects_a_fixed_number_of_axes():
+    rejects(checks.check_apply_rope, redteam_entry("round13_ch10_rope3", "W_27_up_to_4d"),
+            "(2, 2, 3, 5, 8)", "too many values to unpack", "any number of leading axes")

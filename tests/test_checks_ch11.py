@@ -785,3 +785,25 @@ def test_only_the_condition_matrix_rejects(checker, matrix, fn, fragments, monke
     from book.checks import ch11
     monkeypatch.setattr(ch11, matrix, lambda fn: None)
     accepts(checker, fn)
+
+
+# -- Red-team round 13 (writer F) ------------------------------------------------------------
+
+from checkers_support import redteam_entry  # noqa: E402
+
+
+@pytest.mark.parametrize("module, name, fragments", [
+    # Keys capped (16384 "block_size cap", 9216 "preallocated stats buffer"): 64 queries
+    # against 16411 keys, each query's best key among the last two.
+    ("round13_ch11_online", "W_18_block_size_capped",
+     ("64 queries, 16411 keys", "leaves the later keys out")),
+    ("round13_ch11_online_b", "W_08_keys_capped",
+     ("64 queries, 16411 keys", "leaves the later keys out")),
+    # The whole score matrix under torch.no_grad() only.
+    ("round13_ch11_online_c", "W_02_nograd_full_matrix",
+     ("16411 keys, d=2, block_size=256, under torch.no_grad() (inference), the peak memory",
+      "times the whole 64 x 16411 score matrix", "Under torch.no_grad() too",
+      "A path of its own for torch.no_grad()")),
+], ids=lambda x: x if isinstance(x, str) and x[:2] == "W_" else "")
+def test_round13_many_keys_and_inference_memory(module, name, fragments):
+    rejects(check_online_softmax_attention, redteam_entry(module, name), *fragments)

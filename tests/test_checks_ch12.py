@@ -825,3 +825,56 @@ def test_matrix_exact_values_and_infinities(checker, matrix, fn, fragments, monk
     from book.checks import ch12
     monkeypatch.setattr(ch12, matrix, lambda fn: None)
     accepts(checker, fn)
+
+
+# -- Red-team round 13 (writer F) ------------------------------------------------------------
+
+from checkers_support import redteam_entry  # noqa: E402
+
+
+@pytest.mark.parametrize("checker, module, name, fragments", [
+    # A batch of 9 (odd, above 4) in the condition matrix: chunks of 4 images, the last
+    # partial chunk dropped.
+    (checks.check_patchify, "round13_ch12_patchify", "W_24_chunks_drop_tail",
+     ("images of shape (9, 1, 4, 4)", "shape (8, 4, 4)", "expected (9, 4, 4)")),
+    (checks.check_unpatchify, "round13_ch12_unpatchify", "W_19_chunks_drop_tail",
+     ("patches of shape (9, 4, 4)", "shape (8, 1, 4, 4)", "expected (9, 1, 4, 4)")),
+    # Under torch.no_grad(), non-contiguous: an as_strided path with contiguous strides.
+    (checks.check_patchify, "round13_ch12_patchify", "W_25_nograd_fast_path",
+     ("every argument non-contiguous (the same values), under torch.no_grad()",
+      "relies on the strides")),
+    (checks.check_unpatchify, "round13_ch12_unpatchify", "W_23_nograd_fast_path",
+     ("every argument non-contiguous (the same values), under torch.no_grad()",
+      "relies on the strides")),
+    # Under torch.no_grad(): float32 through bfloat16.
+    (checks.check_patchify, "round13_ch12_patchify", "W_28_nograd_bf16",
+     ("under torch.no_grad() (inference)", "no detour through bfloat16")),
+    (checks.check_unpatchify, "round13_ch12_unpatchify", "W_26_nograd_bf16",
+     ("under torch.no_grad() (inference)", "no detour through bfloat16")),
+    # Validation skipped for large images (H * W > 1024): 40 x 40 with p = 3.
+    (checks.check_patchify, "round13_ch12_patchify", "W_26_big_images_unchecked",
+     ("images of shape (1, 1, 40, 40) with patch_size=3", "returned a result ((1, 169, 9))",
+      "are not multiples of patch_size=3")),
+    (checks.check_unpatchify, "round13_ch12_unpatchify", "W_24_big_images_unchecked",
+     ("patches of shape (1, 169, 9) with patch_size=3, image_size=(40, 40)",
+      "returned a result ((1, 1, 39, 39))", "cover only 39 x 39 pixels")),
+], ids=lambda x: x if isinstance(x, str) and x[:2] == "W_" else "")
+def test_round13_holes_are_named(checker, module, name, fragments):
+    rejects(checker, redteam_entry(module, name), *fragments)
+
+
+def test_round13_a_40_by_40_image_may_name_either_side():
+    """Both sides of a 40 x 40 image are wrong for p = 3: naming the width is right too."""
+    def patchify_width_first(images, patch_size):
+        H, W = images.shape[-2:]
+        if W % patch_size:
+            raise ValueError(f"width {W} is not a multiple of patch size {patch_size}")
+        return patchify(images, patch_size)
+
+    def unpatchify_width_first(patches, patch_size, image_size):
+        H, W = image_size
+        if W % patch_size:
+            raise ValueError(f"width {W} is not a multiple of patch size {patch_size}")
+        return unpatchify(patches, patch_size, image_size)
+    accepts(checks.check_patchify, patchify_width_first)
+    accepts(checks.check_unpatchify, unpatchify_width_first)

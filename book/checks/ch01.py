@@ -4,8 +4,9 @@ import contextlib
 import torch
 from torch.overrides import TorchFunctionMode
 
-from ._core import (BFLOAT16, EXPANDED, FLOAT16, FLOAT16_NOT_BFLOAT16, FLOAT64, NONCONTIGUOUS,
-                    PLAIN, REPEAT, STANDARD, Condition, call, checker, expect_close,
+from ._core import (BFLOAT16, EXPANDED, FLOAT16, FLOAT16_NOT_BFLOAT16, FLOAT64,
+                    FLOAT64_HINT, INFERENCE_HINT, NO_GRAD, NONCONTIGUOUS, PLAIN, REPEAT, STANDARD,
+                    Condition, call, checker, expect_close,
                     expect_conditions, expect_gradients, expect_tensor, fail, forbidden,
                     is_close, scaled, view_hint)
 
@@ -311,6 +312,7 @@ def check_softmax(fn):
         _check_softmax_case(fn, case, scores, why)
     _check_softmax_repeat_call(fn, why)
     _softmax_matrix(fn, why)
+    _check_softmax_large(fn, why)
 
 
 _HUGE_SCORES_HINT = (
@@ -379,6 +381,62 @@ def _softmax_matrix(fn, why):
                               (close, (PLAIN, FLOAT16_NOT_BFLOAT16))):
         expect_conditions(learner, lambda s: torch.softmax(s, dim=-1), cases,
                           name="softmax", differentiable=(0,), conditions=conditions)
+
+
+def _softmax_large():
+    """Added after red-team round 13: two matrices above any size switch, a (67, 9) one
+    (rows > 64) and a (3, 4099) one (keys > 4096), whose rows lie near -1000 to +1000
+    (evenly spaced, plus noise); in every odd row one score lies 100 above the others, in
+    the long rows past key 1024 (exp(100) overflows float32 without the row's own maximum,
+    and a maximum of the first keys only is 100 too low)."""
+    g = torch.Generator().manual_seed(130)
+    cases = []
+    for rows, keys, past in ((67, 9, 2), (3, 4099, 1024)):
+        scores = torch.linspace(-1000.0, 1000.0, rows)[:, None] \
+            + 2 * torch.randn(rows, keys, generator=g)
+        odd = torch.arange(1, rows, 2)
+        scores[odd, past + (odd * 47) % (keys - past)] += 100.0
+        cases.append((f"a ({rows}, {keys}) matrix whose rows lie near -1000 to +1000, in "
+                      f"every odd row one score past key {past} lies 100 above the others",
+                      scores))
+    return cases
+
+
+def _check_softmax_large(fn, why):
+    """Added after red-team round 13 (size-keyed paths, rows above 64 and keys above 4096):
+    the matrices of _softmax_large as given, under torch.no_grad() (an in-place shift there
+    changes the caller's scores) and in float64 (float64 accuracy, values and gradients),
+    and divided by 40 (rows near -25 to +25, one score 2.5 above) in float16 (e^12
+    overflows float16 without the shift); then a (1, 4099) float32 row of -inf next to
+    finite scores between -3.4e38 and -3.3e38 (a finite stand-in for -inf, -1e30, -3e38 or
+    finfo.min / 2, outranks them)."""
+    def learner(scores):
+        with _no_softmax(why):
+            return fn(scores)
+    large = _softmax_large()
+    expect_conditions(learner, lambda s: torch.softmax(s, dim=-1),
+                      [(words, (scores,)) for words, scores in large],
+                      name="softmax", differentiable=(0,),
+                      conditions=(PLAIN.but(hint=_LARGE_HINT),
+                                  NO_GRAD.but(hint=_LARGE_HINT + " " + INFERENCE_HINT),
+                                  FLOAT64.but(hint=_LARGE_HINT + " " + FLOAT64_HINT)))
+    expect_conditions(learner, lambda s: torch.softmax(s, dim=-1),
+                      [(words.replace("-1000 to +1000", "-25 to +25").replace(
+                          "100 above", "2.5 above") + " (divided by 40)", (scores / 40,))
+                       for words, scores in large],
+                      name="softmax", differentiable=(0,),
+                      conditions=(FLOAT16.but(gradients=False, hint=_LARGE_HINT),))
+    g = torch.Generator().manual_seed(131)
+    row = -3.3e38 - 1e37 * torch.rand(1, 4099, generator=g)
+    row[:, ::5] = float("-inf")
+    _check_softmax_case(fn, "a (1, 4099) float32 row: -inf at every 5th key, the other "
+                        "scores finite, between -3.4e38 and -3.3e38", row, why)
+
+
+_LARGE_HINT = ("the same computation for every size: subtract each row's own maximum over "
+               "the whole last axis (amax(dim=-1, keepdim=True)) for long rows and many rows "
+               "too, keep the input's dtype (float64 stays float64), and never change the "
+               "caller's scores in place: no faster path above some number of rows or keys.")
 
 
 def _check_softmax_case(fn, case, scores, why):
@@ -531,7 +589,39 @@ def _topk_cases():
         *_topk_cases_round9(),
         *_topk_cases_round10(),
         *_topk_cases_round11(),
+        *_topk_cases_round13(),
     ]
+
+
+def _topk_large():
+    """Added after red-team round 13: two cases above any size switch, 67 queries with 9
+    keys (queries > 64) and 3 queries with 4099 keys (keys > 4096), k=3. The points have
+    small integer coordinates (-2 to 2), so the dot products are exact and many keys tie
+    with the k-th best; the score is the dot score + 400 (exp overflows without the shift)."""
+    g = torch.Generator().manual_seed(132)
+    cases = []
+    for n_q, n_k in ((67, 9), (3, 4099)):
+        q, kk = (torch.randint(-2, 3, (n, 2), generator=g).float() for n in (n_q, n_k))
+        cases.append((f"{n_q} queries, {n_k} keys, k=3, score = dot score + 400 (large "
+                      "scores) of points with integer coordinates (many keys tie with the "
+                      "3rd best)", q, kk, torch.randn(n_k, 2, generator=g), _shifted, 3))
+    return cases
+
+
+def _topk_cases_round13():
+    """Added after red-team round 13: near-ties one step of the dtype apart, [1, 1 - 2^-53]
+    in float64 and [1, 1 - 2^-24] in float32 (k=1): a tolerance of one ulp
+    (nextafter(kth, -inf)) calls them ties; and the large cases of _topk_large."""
+    g = torch.Generator().manual_seed(133)
+    cases = []
+    for dtype, bits in ((torch.float64, 53), (torch.float32, 24)):
+        below = 1 - 2.0 ** -bits
+        cases.append((f"1 query, 3 keys, k=1, {str(dtype)[6:]} dot scores [1, 1 - 2^-{bits}, "
+                      f"0] (the 2nd key is one {str(dtype)[6:]} step below the best: not a "
+                      "tie)", torch.tensor([[1.0]], dtype=dtype),
+                      torch.tensor([[1.0], [below], [0.0]], dtype=dtype),
+                      torch.randn(3, 2, generator=g, dtype=dtype), _dot, 1))
+    return cases + _topk_large()
 
 
 def _topk_cases_round11():
@@ -648,9 +738,15 @@ def _topk_matrix(fn):
               "and 50, k=2", (torch.tensor([[1.0], [0.5]]),
                              torch.tensor([[100.25], [99.75], [96.0], [0.0]]),
                              randn(4, 2), _dot, 2))]
+    large = [(words, tuple(args)) for words, *args in _topk_large()]   # round 13
+    large_hint = ("the same computation for every size: keep every key tied with the k-th "
+                  "best, subtract each row's maximum, keep float64 in float64, and never "
+                  "change an argument: no faster path above some number of queries or keys.")
     for cases, conditions in ((general, STANDARD + huge),
                               (far, _NO_HALF + huge),
-                              (close, (PLAIN, FLOAT16_NOT_BFLOAT16))):
+                              (close, (PLAIN, FLOAT16_NOT_BFLOAT16)),
+                              (large, (NO_GRAD.but(hint=large_hint + " " + INFERENCE_HINT),
+                                       FLOAT64.but(hint=large_hint + " " + FLOAT64_HINT)))):
         expect_conditions(lambda q, kk, v, score, k: fn(q, kk, v, score, k),
                           lambda q, kk, v, score, k: _topk_reference(q, kk, v, score, k),
                           cases, name="topk_attention_pool", differentiable=(0, 1, 2),

@@ -59,7 +59,31 @@ def _epanechnikov_cases():
         *_epanechnikov_cases_round8(),
         *_epanechnikov_cases_round9(),
         *_epanechnikov_cases_round10(),
+        *_epanechnikov_cases_round13(),
     ]
+
+
+def _epanechnikov_cases_round13():
+    """Added after red-team round 13: a key on the edge of a window of width 0.85
+    (float32 0.85 * (1 / 0.85) rounds above 1: u computed with the reciprocal of the width
+    and not clamped gives K a tiny negative value, and the lone key weight 1); and a case
+    above any size switch, 65 queries (> 64, odd: chunks of 64 leave a tail of one query)
+    and 4099 keys (> 4096; 266,435 pairs, > 2^16) in random order, in float32 and float64,
+    with three queries whose windows are empty (a uniform average or a 0/0 replaced
+    afterwards shows there). Points on a grid of 0.3 with width 0.5: no |u| comes near 1."""
+    g = torch.Generator().manual_seed(134)
+    keys = 0.3 * torch.randint(0, 100, (4099,), generator=g).double()
+    queries = 0.3 * torch.randint(0, 100, (65,), generator=g).double()
+    queries[torch.tensor([5, 33, 40])] = torch.tensor([40.2, -12.0, 35.1], dtype=torch.float64)
+    values = torch.randn(4099, generator=g, dtype=torch.float64)
+    words = ("65 queries (3 of them, 40.2, -12 and 35.1, with empty windows), 4099 keys in "
+             "random order in [0, 30), width 0.5")
+    return [("query 0.85 (float32: 0.8500000238) with keys 0, 5 and 9, width 0.85 (key 0 "
+             "sits on the window's edge, |u| = 1 in float32, where K = 0: the window is "
+             "empty)", torch.tensor([0.85]),
+             torch.tensor([0.0, 5.0, 9.0]), torch.tensor([2.0, -1.0, 0.5]), 0.85),
+            (words, queries.float(), keys.float(), values.float(), 0.5),
+            ("float64: " + words, queries, keys, values, 0.5)]
 
 
 def _edge_case():

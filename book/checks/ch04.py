@@ -76,14 +76,15 @@ LARGE_SCORES_GRAD_HINT = (
     "book.attention.masked_softmax does.")
 
 CACHE_HINT = ("compute the keys W_k(enc_outputs), and everything else, from this call's "
-              "arguments: a cache on the decoder, in a global or keyed on the shape serves "
-              "the first call's keys to every later batch. (Reusing the keys over the steps "
+              "arguments: a cache on the decoder, in a global or keyed on the shape (or on "
+              "a few entries, a sum or another checksum of the values) serves the first "
+              "call's keys to later batches. (Reusing the keys over the steps "
               "of one sequence is the caller's optimisation, not the step's.)")
 
 
 def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed, attention=10,
                         dtype=torch.float32, w_v_scale=1, crowd=0, dropout=0.0,
-                        far_apart=False, train=False, noncontiguous=False):
+                        far_apart=False, train=False, noncontiguous=False, peaks=False):
     g = torch.Generator().manual_seed(seed)
     vocab, embed, hiddens = 13, 8, 12  # attention size 10 != hiddens on purpose
     with torch.random.fork_rng():  # seeded weights, without touching the learner's RNG
@@ -103,7 +104,11 @@ def _decoder_and_inputs(num_layers, batch, enc_steps, valid_lens, seed, attentio
             enc_steps, hiddens, generator=g)
     if far_apart:
         enc_outputs = _far_apart(decoder, enc_outputs, g)
+    if peaks:
+        enc_outputs = _peaks(decoder, enc_outputs, valid_lens, g)
     decoder.train(train)
+    if train:  # mixed modes, as a caller may set them: the GRU alone in evaluation mode
+        decoder.rnn.eval()
     if noncontiguous:  # the same values, stored (steps, batch, ...) and (batch, layers, ...)
         enc_outputs = enc_outputs.transpose(0, 1).contiguous().transpose(0, 1)
         hidden_state = hidden_state.transpose(0, 1).contiguous().transpose(0, 1)
@@ -134,6 +139,24 @@ def _far_apart(decoder, enc_outputs, g):
     out[:2] = levels * (1 + 0.02 * torch.randn(2, steps, hiddens, generator=g))
     out[2] = 1e-4 * torch.randn(steps, hiddens, generator=g)
     out[2, 4:] = 1.0
+    return out
+
+
+def _peaks(decoder, enc_outputs, valid_lens, g):
+    """Each sequence's last valid step ahead of the others (W_q = 0, W_k = [I 0], w_v all 2:
+    a score of 9 there, within 0.1 of 0 elsewhere), so that it takes most of the weight
+    (0.7 of 4099 steps): a mask that drops it, or lets the next step in, changes the
+    weights by far more than float16's rounding."""
+    att = decoder.attention
+    a, hiddens = att.W_k.weight.shape
+    with torch.no_grad():
+        att.W_q.weight.zero_()
+        att.W_k.weight.copy_(torch.eye(a, hiddens))
+        att.w_v.weight.fill_(2.0)
+    out = 0.005 * torch.randn(enc_outputs.shape, generator=g)
+    for i, n in enumerate(valid_lens):
+        if n > 0:
+            out[i, n - 1] = 0.5
     return out
 
 
@@ -204,12 +227,44 @@ def _without_shortcut(fn, decoder, *args, case, stale):
     """Call the learner's step with decoder.attention(...) (and so decoder(...)) disabled, and
     with `stale` weights left in decoder.attention.attention_weights and
     decoder.attention_weights, as an earlier step of decoder(...) would leave them."""
-    with _shortcut_blocked(decoder, stale):
+    with _shortcut_blocked(decoder, stale), _accumulated_gradients(decoder, case):
         saved = _decoder_state(decoder)
         result = call(fn, decoder, *args, name="bahdanau_step", case=case,
                       hint_on_error=_gru_hint)
         _expect_decoder_unchanged(decoder, saved, case)
         return result
+
+
+@contextlib.contextmanager
+def _accumulated_gradients(decoder, case):
+    """Within the block, every parameter of the decoder holds a gradient, as if the caller had
+    accumulated some (earlier steps' backward, before the optimizer step); after the step
+    they must be as they were. The parameters' own .grad (None in the check) is restored."""
+    __tracebackhide__ = True
+    params = list(decoder.named_parameters())
+    own = [p.grad for _, p in params]
+    planted = []
+    with torch.no_grad():
+        for i, (_, p) in enumerate(params):
+            p.grad = torch.full_like(p, 0.25 + i / 64)
+            planted.append(p.grad.clone())
+    try:
+        yield
+        for (name, p), kept in zip(params, planted):
+            if p.grad is None or p.grad.shape != kept.shape or not torch.equal(p.grad, kept):
+                fail(f"bahdanau_step changed the gradient the caller had accumulated on the "
+                     f"decoder's parameter `{name}` on {case}: it held "
+                     f"{float(kept.flatten()[0]):g} everywhere before the call and "
+                     + ("None after it" if p.grad is None else
+                        f"{float(p.grad.flatten()[0]):g} (at index 0) after it")
+                     + ": the gradients of the earlier steps, summed for one optimizer step, "
+                     "are lost.",
+                     "leave the decoder's gradients alone: no decoder.zero_grad() (or "
+                     "optimizer.zero_grad(), p.grad = None) in the step. Clearing the "
+                     "gradients is the training loop's choice, once per optimizer step.")
+    finally:
+        for (_, p), grad in zip(params, own):
+            p.grad = grad
 
 
 @contextlib.contextmanager
@@ -233,18 +288,29 @@ def _shortcut_blocked(decoder, stale):
         decoder.attention.forward = forward
 
 
+_SETTING_TYPES = (bool, int, float, str, type(None))
+
+
+def _settings(module):
+    """A module's settings: its attributes that are numbers, flags or strings (a dropout
+    rate p, the GRU's dropout and num_layers, ...), not its tensors or training flag."""
+    return {key: value for key, value in vars(module).items()
+            if key != "training" and isinstance(value, _SETTING_TYPES)}
+
+
 def _decoder_state(decoder):
     """What the step must leave as it is: every parameter's and buffer's dtype and values,
-    and every module's training flag."""
+    every module's training flag and settings (dropout rates)."""
     return ({name: t.detach().clone() for name, t in decoder.state_dict().items()},
-            {name: m.training for name, m in decoder.named_modules()})
+            {name: m.training for name, m in decoder.named_modules()},
+            {name: _settings(m) for name, m in decoder.named_modules()})
 
 
 def _expect_decoder_unchanged(decoder, saved, case):
     """The step only reads the decoder: Module.float() (.half(), .double(), .to(dtype)),
     .train() or an in-place write would change the caller's decoder for every later step."""
     __tracebackhide__ = True
-    tensors, modes = saved
+    tensors, modes, settings = saved
     now = decoder.state_dict()
     for name, old in tensors.items():
         new = now.get(name)
@@ -281,8 +347,21 @@ def _expect_decoder_unchanged(decoder, saved, case):
              + ("in training mode, with dropout on)." if module.training else
                 "in evaluation mode, without dropout: a training loop that calls the "
                 "step trains on without the dropout it asked for)."),
-             "leave the mode alone: the caller chooses decoder.train() or decoder.eval(). "
-             "Gradients need no mode switch: autograd works in evaluation mode too.")
+             "leave the mode alone: the caller chooses decoder.train() or decoder.eval(), "
+             "and may set a submodule's mode apart (decoder.rnn.eval()): restoring with "
+             "decoder.train(was) sets every submodule to one mode. Gradients need no mode "
+             "switch: autograd works in evaluation mode too.")
+    for name, module in decoder.named_modules():
+        for key, old in settings.get(name, {}).items():
+            new = getattr(module, key, None)
+            if new != old or type(new) is not type(old):
+                label = f"decoder.{name + '.' if name else ''}{key}"
+                fail(f"bahdanau_step changed the decoder's setting `{label}` on {case}: it "
+                     f"was {old!r} before the call and is {new!r} after it, so the caller's "
+                     "decoder runs every later step (and its training) with it.",
+                     "leave the decoder's settings alone: leaving dropout out of this step "
+                     "means not calling the dropout modules (the exercise's step has none), "
+                     "not setting their rates to 0.")
 
 
 def _with_grad_outputs(fn, decoder, token, hidden_state, enc_outputs, valid_lens, case, stale):
@@ -368,12 +447,18 @@ CASES = [("1 layer, batch 3, 5 encoder steps, valid lengths [5, 3, 1] (num_hidde
           "as encoder steps: the batch axis and the step axis have the same size)", 1, 3, 3,
           [3, 1, 2], 10),
          ("2 layers, batch 2, 4 encoder steps, valid lengths [4, 3], the decoder in "
-          "training mode (built with dropout 0, so the mode changes no value)", 2, 2, 4,
+          "training mode but its GRU decoder.rnn in evaluation mode (mixed modes, set by "
+          "the caller; built with dropout 0, so the modes change no value)", 2, 2, 4,
           [4, 3], 10, {"train": True}),
          ("2 layers, batch 3, 5 encoder steps, valid lengths [5, 2, 4], enc_outputs and "
           "hidden_state not contiguous in memory (transposed views, as an encoder that "
           "works step-major returns them; same values)", 2, 3, 5, [5, 2, 4], 10,
-          {"noncontiguous": True})]
+          {"noncontiguous": True}),
+         ("1 layer, batch 3, 4099 encoder steps, valid lengths [2049, 4097, 4099], in "
+          "float16 (decoder.half(); each sequence's last valid step scores 9, all others "
+          "about 0, so it takes most of the weight; float16 counts in steps of 2 above "
+          "2048: positions or lengths held in float16 round)", 1, 3, 4099,
+          [2049, 4097, 4099], 10, {"dtype": torch.float16, "peaks": True})]
 
 
 def _kept_tensors(decoder):
@@ -446,37 +531,58 @@ def _wrong_output(result, refs, dtype):
     return None
 
 
+def _same_corners(enc_outputs):
+    """Other encoder states with the same shape, the same first and last steps and the same
+    values overall (the features of every other step reversed: a permutation, so the sum, the
+    sum of squares and the corner entries stay): a key made of such a checksum collides."""
+    if enc_outputs.shape[1] < 3:
+        return enc_outputs.flip(-1)
+    return torch.cat([enc_outputs[:, :1], enc_outputs[:, 1:-1].flip(-1), enc_outputs[:, -1:]],
+                     dim=1)
+
+
+_OTHER_KEYS = [  # (how the second enc_outputs is made, words, under torch.no_grad())
+    (_same_corners, "under torch.no_grad() (decoding a new batch), with other enc_outputs of "
+     "the same shape, first and last steps, sum and sum of squares (the features of the "
+     "steps between reversed)", True),
+    (lambda e: e.flip(-1), "with other enc_outputs of the same shape (the first ones with "
+     "their features reversed)", False)]
+
+
 def _expect_fresh_keys(fn, decoder, new_decoder, token, state, enc_outputs, valid_lens,
                        dtype, case, stale):
     """A second call on the same decoder, with other enc_outputs of the same shape (the next
     batch's), must give their results: nothing kept from the first call (keys cached on the
-    decoder, right on the first call and stale after it). Where the step is also wrong on a
-    new decoder (a twin never called before), the fault is not what the first call left:
-    that failure is returned, for the end of the check, after the cases made for the common
-    faults have had their say."""
+    decoder or under a checksum of the values, right on the first call and stale after it),
+    also under torch.no_grad(). Where the step is also wrong on a new decoder (a twin never
+    called before), the fault is not what the first call left: that failure is returned,
+    for the end of the check, after the cases made for the common faults have had their
+    say."""
     __tracebackhide__ = True
-    other = enc_outputs.flip(-1)  # the features reversed: other keys, the same shape
-    refs = _references(decoder, token, state, other, valid_lens, dtype, case)
-    again = _without_shortcut(fn, decoder, token, state.clone(), other, valid_lens.clone(),
-                              case=case, stale=stale)
-    wrong = _wrong_output(again, refs, dtype)
-    if wrong is None:
-        return None
-    first = _without_shortcut(fn, new_decoder, token, state.clone(), other,
-                              valid_lens.clone(), case=case, stale=stale)
-    what, detail = wrong
-    if _wrong_output(first, refs, dtype) is None:
-        fail(f"called a second time on the same decoder, with other enc_outputs of the same "
-             f"shape (the first ones with their features reversed), bahdanau_step returns "
-             f"wrong {what} on {case}{detail}, although its first call was right, and a "
-             "first call on a new decoder with these enc_outputs is right too: it keeps "
-             "something from the first call.", CACHE_HINT)
-    return (f"on {case}, with other enc_outputs of the same shape (the first ones with their "
-            f"features reversed), bahdanau_step returns wrong {what}{detail}, although it is "
-            "right on the first ones (also on a new decoder).",
-            "if your step keeps anything between calls (a cache in a global, keyed on the "
-            "shape), that is the fault: " + CACHE_HINT[0].lower() + CACHE_HINT[1:] + " "
-            "Otherwise compare your step with the chapter's decoder on these inputs.")
+    for make, words, inference in _OTHER_KEYS:
+        other = make(enc_outputs)
+        refs = _references(decoder, token, state, other, valid_lens, dtype, case)
+        with torch.no_grad() if inference else contextlib.nullcontext():
+            again = _without_shortcut(fn, decoder, token, state.clone(), other,
+                                      valid_lens.clone(), case=case, stale=stale)
+        wrong = _wrong_output(again, refs, dtype)
+        if wrong is None:
+            continue
+        with torch.no_grad() if inference else contextlib.nullcontext():
+            first = _without_shortcut(fn, new_decoder, token, state.clone(), other,
+                                      valid_lens.clone(), case=case, stale=stale)
+        what, detail = wrong
+        if _wrong_output(first, refs, dtype) is None:
+            fail(f"called a second time on the same decoder, {words}, bahdanau_step returns "
+                 f"wrong {what} on {case}{detail}, although its first call was right, and a "
+                 "first call on a new decoder with these enc_outputs is right too: it keeps "
+                 "something from the first call.", CACHE_HINT)
+        return (f"on {case}, {words}, bahdanau_step returns wrong {what}{detail}, although "
+                "it is right on the first ones (also on a new decoder).",
+                "if your step keeps anything between calls (a cache in a global, keyed on the "
+                "shape), that is the fault: " + CACHE_HINT[0].lower() + CACHE_HINT[1:] + " "
+                "Otherwise compare your step with the chapter's decoder on these inputs.")
+    return None
 
 
 def _expect_keys_after_update(fn, make_decoder, token, state, enc_outputs, valid_lens,
@@ -639,6 +745,15 @@ def _mask_too_short(weights, ref_weights, valid_lens, case):
         return
     i, t = (int(k) for k in lost.nonzero()[0])
     shortest = int(valid_lens.min())
+    if weights.dtype == torch.float16 and t >= 2048:
+        fail(f"the weights are 0 at a valid position on {case}: sequence {i} (valid length "
+             f"{int(valid_lens[i])}) got weight 0 at position {t}, where the right weight is "
+             f"{ref_weights[i, t].item():.3g}. float16 holds only every other integer above "
+             f"2048: positions or lengths cast to the scores' dtype round ({int(valid_lens[i])} "
+             f"becomes {int(torch.tensor(float(valid_lens[i])).half())}).",
+             "build the mask from integers: torch.arange(enc_steps, device=...) (int64) "
+             "compared with enc_valid_lens as given, keep = torch.arange(enc_steps)[None, :] "
+             "< enc_valid_lens[:, None]; cast only the finished mask, if at all.")
     by_shortest = torch.equal(zero, valid & (torch.arange(steps)[None] >= shortest))
     fail(f"the weights are 0 at a valid position on {case}: sequence {i} (valid length "
          f"{int(valid_lens[i])}) got weight 0 at position {t}, where the right weight is "
@@ -675,7 +790,7 @@ def check_bahdanau_step(fn):
             layers, batch, steps, lens, seed, attention, dtype, options.get("w_v_scale", 1),
             options.get("crowd", 0), options.get("dropout", 0.0),
             options.get("far_apart", False), options.get("train", False),
-            options.get("noncontiguous", False))
+            options.get("noncontiguous", False), options.get("peaks", False))
         scores = _scores(decoder, state, enc_outputs)
         case = case.format(largest=scores.max().item(),
                            ranges=_score_ranges(scores, valid_lens) if "{ranges}" in case
@@ -787,6 +902,18 @@ def check_bahdanau_step(fn):
                      "or the context at random (so does anything drawn with torch.rand*): "
                      "leave dropout out of this step, as the exercise says; the context is "
                      "the masked softmax's weights @ enc_outputs.")
+        if empty.any() and not is_close(new_state, ref_state, atol, rtol) \
+                and is_close(new_state[:, ~empty], ref_state[:, ~empty], atol, rtol):
+            i = int(empty.nonzero()[0])
+            where, want, got, _ = worst(new_state[:, i], ref_state[:, i])
+            fail(f"the new hidden_state is wrong on {case} only for the sequences of valid "
+                 f"length 0 (sequence {i}: at index {where} expected {want:.4g}, got "
+                 f"{got:.4g}); the others are right. Their weights are all 0, so their "
+                 "context must be 0.",
+                 "compute the context from the weights you return, after the mask has "
+                 "zeroed them: context = weights @ enc_outputs with the masked weights, not "
+                 "with a softmax taken before the zeroing (for a row with no valid step "
+                 "that softmax is uniform over the padding).")
         expect_close(new_state, ref_state, what="the new hidden_state", case=case, atol=atol,
                      rtol=rtol,
                      hint="the GRU's input is torch.cat([context, embedding], dim=-1), in "
@@ -801,7 +928,8 @@ def check_bahdanau_step(fn):
         new_decoder = _decoder_and_inputs(
             layers, batch, steps, lens, seed, attention, dtype, options.get("w_v_scale", 1),
             options.get("crowd", 0), options.get("dropout", 0.0),
-            options.get("far_apart", False), options.get("train", False))[0]  # never called
+            options.get("far_apart", False), options.get("train", False),
+            peaks=options.get("peaks", False))[0]  # never called
         pending = pending or _expect_fresh_keys(fn, decoder, new_decoder, token, state,
                                                 enc_outputs, valid_lens, dtype, case, stale)
         if options.keys() <= {"dropout", "train"}:  # ordinary scores, float32

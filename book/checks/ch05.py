@@ -10,7 +10,8 @@ from ._core import INTEGER, NONFINITE, STANDARD, call, checker, expect_condition
 
 _CASES = [  # (batch, n, num_hiddens, num_heads): odd sizes, a batch of one, n = 1 and n = 51
     (2, 3, 8, 2), (3, 4, 12, 3), (1, 5, 8, 4), (2, 2, 6, 1), (2, 4, 8, 8), (2, 5, 7, 7),
-    (3, 1, 6, 2), (1, 51, 12, 3), (2, 3, 10, 5)]
+    (3, 1, 6, 2), (1, 51, 12, 3), (2, 3, 10, 5),
+    (9, 67, 12, 3)]  # round 13: a batch above 8 and n above 64 (chunks, "fast paths")
 
 
 def _reshape_hint(error):
@@ -62,6 +63,9 @@ def _shape_hint(shape, expected, names):
                 f"{len(shape)}-D.")
     wrong = [f"axis {i} ({names[i]}) is {s}, expected {e}"
              for i, (s, e) in enumerate(zip(shape, expected)) if s != e]
+    if shape[1:] == expected[1:] and shape[0] < expected[0]:
+        wrong.append("rows are missing: a loop over chunks of the batch must keep the last, "
+                     "shorter chunk (range(0, batch, chunk), not range(batch // chunk))")
     return "; ".join(wrong) + "."
 
 
@@ -155,26 +159,33 @@ def _arithmetic(fn, X, num_heads, shape, what, case):
              "reduced tensor, or arithmetic on the values.")
 
 
-def _second_x(fn, first, second, expected, earlier, num_heads, what, case):
+_NEGATED = ("the two inputs have the same shape and the same first entry, and differ "
+            "everywhere else", "X there is -X here")
+_PERMUTED = ("the two inputs have the same shape, the same values in another order, so the "
+             "same sum and sum of squares", "X here is X there with its positions reversed, "
+             "X.flip(1)")
+
+
+def _second_x(fn, first, second, expected, earlier, num_heads, what, case, how=_NEGATED):
     """Call `fn` on `second`, an X of the same shape, num_heads and dtype as `first` (called
-    earlier) that differs from it in every entry but the first: a result that is the
-    earlier call's, or a buffer shared by both calls (caught by `call`), fails here."""
+    earlier) that differs from it in every entry but the first (or holds its values in
+    another order: `how` says which, for the message): a result that is the earlier
+    call's, or a buffer shared by both calls (caught by `call`), fails here."""
     out = call(fn, second, num_heads, name=what.split("(")[0], case=case,
                hint_on_error=_reshape_hint)
     expect_tensor(out, expected.shape, dtype=second.dtype, what=what, case=case)
     if torch.equal(out, expected):
         return
     if torch.equal(out, earlier):
-        fail(f"{what} on {case} returns its result of an earlier call, on {first}: the "
-             "two inputs have the same shape and the same first entry, and differ "
-             "everywhere else.",
+        fail(f"{what} on {case} returns its result of an earlier call, on {first}: "
+             f"{how[0]}.",
              "compute the result from the whole input at every call: a result kept from an "
-             "earlier call (a memo keyed on the shape, num_heads or a few entries) is "
-             "stale as soon as the values change.")
+             "earlier call (a memo keyed on the shape, num_heads, a few entries or a "
+             "checksum such as the sum) is stale as soon as the values change.")
     where, want, got, _ = worst(out, expected)
     fail(f"{what} is wrong on {case}: at index {where} expected {want:g}, got {got:g}, "
-         f"although it was right on {first}, which has the same shape (X there is -X "
-         "here): the result must depend only on this call's X and num_heads.",
+         f"although it was right on {first}, which has the same shape ({how[1]}): the "
+         "result must depend only on this call's X and num_heads.",
          "compute the result from the whole input at every call, with no state kept "
          "between calls.")
 
@@ -236,6 +247,12 @@ def check_transpose_qkv(fn):
     _second_x(fn, "X of shape (2, 3, 8) with num_heads=2", -X, _split_heads(-X, 2),
               _split_heads(X, 2), 2, "transpose_qkv(X, num_heads)",
               "-X for the X of shape (2, 3, 8) with num_heads=2 (a second X of that shape)")
+    with torch.no_grad():  # the same values in another order: a memo keyed on a checksum
+        _second_x(fn, "X of shape (2, 3, 8) with num_heads=2", X.flip(1),
+                  _split_heads(X.flip(1), 2), _split_heads(X, 2), 2,
+                  "transpose_qkv(X, num_heads)", "X.flip(1) for the X of shape (2, 3, 8) "
+                  "with num_heads=2 (its positions reversed: the same values in another "
+                  "order), under torch.no_grad()", _PERMUTED)
     g = torch.Generator().manual_seed(5)
     X = torch.randn(2, 4, 6, generator=g)
     expect_gradients(lambda x: fn(x, 3), lambda x: _split_heads(x, 3), [("X", X)],
@@ -299,6 +316,12 @@ def check_transpose_output(fn):
               _merge_heads(-X, 2), _merge_heads(X, 2), 2, "transpose_output(X, num_heads)",
               "-X for the X of shape (4, 3, 4) with num_heads=2 (batch 2) (a second X of "
               "that shape)")
+    with torch.no_grad():  # the same values in another order: a memo keyed on a checksum
+        _second_x(fn, "X of shape (4, 3, 4) with num_heads=2 (batch 2)", X.flip(1),
+                  _merge_heads(X.flip(1), 2), _merge_heads(X, 2), 2,
+                  "transpose_output(X, num_heads)", "X.flip(1) for the X of shape (4, 3, 4) "
+                  "with num_heads=2 (batch 2) (its positions reversed: the same values in "
+                  "another order), under torch.no_grad()", _PERMUTED)
     g = torch.Generator().manual_seed(6)
     X = torch.randn(6, 4, 2, generator=g)
     expect_gradients(lambda x: fn(x, 3), lambda x: _merge_heads(x, 3), [("X", X)],

@@ -62,6 +62,12 @@ def _rope_cases():
          torch.arange(60), 1e-3),
         ("x of shape (2, 4) (one position) at position [1000]", randn(2, 1, 4),
          torch.tensor([1000]), 1e-3),
+        # Round 13: 5-D x, (batch, groups, heads, n, head size) as grouped-query attention
+        # makes it: x is (..., n, d) with any number of leading axes (own generator, so the
+        # draws of the cases below are unchanged).
+        ("x of shape (2, 2, 3, 5, 8) (batch, groups, heads, n, head size: 5-D) at positions "
+         "[4, 9, 0, 2, 30]", randn(2, 2, 3, 5, 8, generator=torch.Generator().manual_seed(
+             1013)), torch.tensor([4, 9, 0, 2, 30]), 1e-3),
         # Large positions in float64, before any half-precision case (and below 32768,
         # where int16 positions still hold): a base of 10001 for 10000 turns pair 1 by
         # 0.13 radians more at position 32767 (d = 18), while float32 angles (allowed) are
@@ -346,6 +352,11 @@ def _call_rope(fn, x, positions, case, other_sizes=()):
 
     def hint_on_error(error):
         d = x.shape[-1]
+        if "unpack" in str(error) or (isinstance(error, IndexError) and x.dim() > 4):
+            return (f"x here has {x.dim()} axes, (..., n, d): any number of leading axes "
+                    "(batch, heads, groups...) is allowed. Index from the end (x.shape[-1], "
+                    "x.shape[-2], x[..., 0::2]) instead of unpacking a fixed number of axes "
+                    "(b, h, n, d = x.shape).")
         if isinstance(error, ValueError) and d % 2 == 0:
             return (f"{d} is even, a valid feature size: only an odd d (x.shape[-1] % 2 "
                     "== 1) must raise. Check the condition of your raise.")
@@ -561,6 +572,7 @@ def _check_rope_gradient(fn):
     expect_gradients(fn, lambda x, p: _rope(x, p), [("x", x)], extra=(positions,),
                      name="apply_rope", case="x of shape (2, 3, 7, 8) at positions "
                      "[50, 51, 52, 60, 3, 4, 5], backward() through a weighted sum")
+    _check_rope_float64_gradient(fn, x, positions)
     # Pairs of features that are (0, 0), and a whole zero vector (padding, a zero-
     # initialised row): RoPE is linear in x, so the gradient there is the rotation by
     # -angle, as anywhere. Going through the pair's length or angle (sqrt, norm, atan2,
@@ -605,6 +617,33 @@ def _check_rope_gradient(fn):
                          extra=(torch.tensor(positions),), name="apply_rope",
                          case=f"x of shape {shape} at {shown} ({about}), backward() "
                          "through a weighted sum")
+
+
+def _check_rope_float64_gradient(fn, x, positions):
+    """Round 13: float64 x needs its gradient too (float64 is how gradients are checked,
+    with torch.autograd.gradcheck): a path that detaches float64 x, or computes it under
+    no_grad, fails here. Not expect_gradients, which asks float64 accuracy of float64
+    inputs: float32 angles (ruled right) are about 3e-7 off, within the 1e-5 here."""
+    case = (f"float64 x of shape {tuple(x.shape)} at positions {positions.tolist()}, "
+            "backward() through a weighted sum (float64 x is differentiated too, as "
+            "torch.autograd.gradcheck does)")
+    leaf = x.double().requires_grad_()
+    out = call(fn, leaf, positions, name="apply_rope", case=case)
+    expect_tensor(out, x.shape, torch.float64, what="apply_rope's output", case=case)
+    hint = ("keep float64 x in the graph like any other dtype: no .detach(), torch.no_grad() "
+            "or NumPy round trip for float64 (float64 is what gradients are checked in).")
+    if not out.requires_grad:
+        fail(f"no gradient can flow back through apply_rope on {case}: its output has "
+             "requires_grad=False although x requires grad.", hint)
+    weights = torch.randn(x.shape, generator=torch.Generator().manual_seed(31),
+                          dtype=torch.float64)
+    grad, = torch.autograd.grad((out * weights).sum(), leaf, allow_unused=True)
+    ref = x.double().requires_grad_()
+    want, = torch.autograd.grad((_rope(ref, positions) * weights).sum(), ref)
+    if grad is None or not torch.allclose(grad, want, atol=1e-5, rtol=1e-5):
+        size = "none" if grad is None else f"{(grad - want).abs().max().item():.3g} off"
+        fail(f"the gradient with respect to x is wrong on {case}: {size} (the float64 "
+             "reference's rotation by -angle of the upstream gradient).", hint)
 
 
 def _check_rope_odd(fn):

@@ -1,5 +1,6 @@
 """Checkers for chapter 11's exercises: attention over blocks of keys with the online
 softmax, and query heads that share key-value heads (grouped-query attention)."""
+import contextlib
 import math
 import re
 
@@ -507,7 +508,10 @@ def check_online_softmax_attention(fn):
     bfloat16 values beyond float16's range), gradients (float32, float16, bfloat16, and
     with one key), and a peak memory bounded by the block size (float32, float64, float16
     and bfloat16): no (n, n) matrix or mask, and no (num_queries, num_keys) scores for few
-    queries and many keys. Causal cases whose visible scores are all -2e10 (a finite fill
+    queries and many keys; 64 queries against 16411 keys, each query's best key among the
+    last two (memory and values with autograd on and under torch.no_grad(), values in
+    float64): no cap on the number of keys, no full matrix for inference. Causal cases
+    whose visible scores are all -2e10 (a finite fill
     such as -1e9 is above them), and float16 inputs with one key: V itself, within one
     float16 step (a bfloat16 detour rounds it). A max of unscaled scores for exp() of scaled
     ones is named (right at d = 1, NaN at d = 4). Last, the condition matrix
@@ -680,16 +684,16 @@ def _check_online_gradients_and_memory(fn):
     # everything in float64 2.4 / 2.4 MiB, float64 accumulators 1.6 / 1.6 MiB, a fixed
     # block of 128 4.2 / 4.4 MiB, the whole matrix (scores and weights) 32 / 36 MiB, a
     # precomputed float (n, n) causal mask - / 32 MiB, a bool one - / 4.8 MiB (1.4 MiB at
-    # n = 1024: why n is 2048). With 64 queries against 8192 keys (d = 2, block 64; budget
-    # 0.77 MiB): the reference 0.07 MiB, everything in float64 0.38 MiB, blocks of queries
-    # against all keys (the (64, 8192) scores are 2 MiB) 4 MiB.
+    # n = 1024: why n is 2048). Few queries and many keys: _check_online_many_keys (64
+    # queries against 16411 keys; it replaced 8192 keys in blocks of 64 in round 13, where
+    # blocks of queries against all keys peaked at 4 MiB, the budget 0.77 MiB).
     n, d, block = 2048, 16, 16
     X = torch.randn(1, n, d, generator=g)
     for causal in (False, True):
         _expect_memory(fn, X, X, X, block, causal, copies=2)
-    Q = torch.randn(1, 64, 2, generator=g)
+    Q = torch.randn(1, 64, 2, generator=g)  # (drawn, to keep the float64 inputs below)
     K, V = torch.randn(1, 8192, 2, generator=g), torch.randn(1, 8192, 2, generator=g)
-    _expect_memory(fn, Q, K, V, 64, False, copies=4)
+    _check_online_many_keys(fn)
     # float64 inputs too (a path of their own may build the whole matrix "for accuracy"):
     # the budget counts float64 blocks and inputs, 3 MiB, the float64 score matrix 8 MiB.
     # Right solutions of the red-team tables and the tests peak at 0.3 to 0.93 MiB; the
@@ -699,20 +703,74 @@ def _check_online_gradients_and_memory(fn):
         _expect_memory(fn, X, X, X, 16, causal, copies=2)
 
 
-def _expect_memory(fn, Q, K, V, block, causal, copies):
+# Red-team round 13: a cap on the number of keys ("a preallocated buffer of 9216 keys",
+# "block_size capped to 16384 keys") drops the later keys; and a path taken only under
+# torch.no_grad() ("nothing is stored for backward") built the whole score matrix. One case
+# above 16384 keys, 64 queries against 16411 keys (d = 2, blocks of 256): each query's
+# score for one of the last two keys is about 130 to 210, at least 40 above every other
+# (exp() overflows in float32 above 88), so the output is that key's value row (and a
+# cap, or a max not updated in the last block, shows). Peak memory and values with
+# autograd on, again under torch.no_grad(), and the values in float64 under
+# torch.no_grad() (within 1e-10). Blocks of 256: 65 blocks, half the profiled operations of
+# the 8192 keys in blocks of 64 this replaces. Peaks measured above the inputs (budget
+# 2.3 MiB; the score matrix 4 MiB): see the tests; the full matrix under no_grad 8 MiB.
+_MANY_KEYS = "batch 1, 64 queries, 16411 keys, d=2, block_size=256"
+
+
+def _many_keys(dtype):
+    g = torch.Generator().manual_seed(1311)
+    n = 16411
+    K = torch.randn(1, n, 2, generator=g)
+    K[0, -1], K[0, -2] = torch.tensor([6.0, 0.0]), torch.tensor([-6.0, 0.0])
+    sign = torch.where(torch.rand(1, 64, generator=g) < 0.5, -1.0, 1.0)
+    Q = torch.stack([sign * (30 + 20 * torch.rand(1, 64, generator=g)),
+                     torch.randn(1, 64, generator=g)], -1)
+    V = torch.randn(1, n, 3, generator=g)
+    return Q.to(dtype), K.to(dtype), V.to(dtype)
+
+
+_MANY_KEYS_HINT = (
+    "each query's best key here is one of the last two (16409 and 16410), about 40 above "
+    "every other score, so each output row is (nearly) that key's value row: a result far "
+    "from it leaves the later keys out (a cap on the number of keys, a buffer of a fixed "
+    "size, a loop that stops early) or does not update the running max in the last block. "
+    "Loop over every key, range(0, num_keys, block_size), however many there are, with "
+    "m_new = max(m, rowmax(s)) at every block.")
+
+
+def _check_online_many_keys(fn):
+    """The case above: memory and values, with autograd on, under no_grad, in float64."""
+    for dtype, no_grad in ((torch.float32, False), (torch.float32, True),
+                           (torch.float64, True)):
+        Q, K, V = _many_keys(dtype)
+        case = (f"{_MANY_KEYS}{', float64 inputs' if dtype == torch.float64 else ''}"
+                f"{', under torch.no_grad()' if no_grad else ''}, each query's score for "
+                "one of the last two keys about 130 to 210 and at least 40 above the others")
+        if dtype == torch.float32:
+            out = _expect_memory(fn, Q, K, V, 256, False, copies=4, no_grad=no_grad)
+        else:  # values only (the float64 memory is measured on 1024 queries and keys)
+            with torch.no_grad(), forbidden(SDPA, SDPA_WHY):
+                out = call(fn, Q, K, V, 256, causal=False, name="online_softmax_attention",
+                           case=case)
+        expect_tensor(out, (1, 64, 3), dtype, what="the output", case=case)
+        ref = _attention(Q, K, V)
+        expect_close(out, ref, what="the output", case=case, atol=2e-3, rtol=1e-4,
+                     hint=_MANY_KEYS_HINT)
+        if dtype == torch.float64:
+            expect_float64_accuracy(out, ref, case=case)
+
+
+def _expect_memory(fn, Q, K, V, block, causal, copies, no_grad=False):
     """The peak memory of fn(Q, K, V, block) must stay within 16 blocks of (num_queries,
     block) float32 scores (float64 ones for float64 inputs) plus `copies` times the inputs
-    and output (counted in float32, or float64)."""
+    and output (counted in float32, or float64); under torch.no_grad() if `no_grad`.
+    Returns the output."""
     (b, m, d), n = Q.shape, K.shape[1]
     width = max(4, Q.element_size())  # bytes per score: float32, or float64
     full = b * m * n * width  # bytes of the whole score matrix
     one = b * m * block * width  # bytes of one block's (num_queries, block_size) scores
     inputs = width * (Q.numel() + K.numel() + V.numel() + b * m * V.shape[-1])
     budget = 16 * one + copies * inputs
-    with forbidden(SDPA, SDPA_WHY):
-        peak = peak_memory(lambda: fn(Q, K, V, block, causal=causal))
-    if peak <= budget:
-        return
     if m == n:
         case = f"batch {b}, {n} queries and keys, d={d}, block_size={block}"
     else:
@@ -720,6 +778,25 @@ def _expect_memory(fn, Q, K, V, block, causal, copies):
     case += ", causal" if causal else ""
     dtype = str(Q.dtype).replace("torch.", "")
     case += f", {dtype} inputs" if Q.dtype != torch.float32 else ""
+    case += ", under torch.no_grad() (inference)" if no_grad else ""
+    mode = torch.no_grad if no_grad else contextlib.nullcontext
+    results = []
+
+    def run():
+        with mode():
+            results.append(fn(Q, K, V, block, causal=causal))
+    with forbidden(SDPA, SDPA_WHY):
+        try:
+            peak = peak_memory(run)
+        except CheckFailed:
+            raise
+        except Exception:  # noqa: BLE001 - again through call(), for a message that says where
+            with mode():
+                call(fn, Q, K, V, block, causal=causal, name="online_softmax_attention",
+                     case=case)
+            raise
+    if peak <= budget:
+        return results[-1]
     if causal:  # the same call with causal=False passed
         what = (f"{peak / full:.1f} times the whole {m} x {n} score matrix, while with "
                 "causal=False the same call stayed within the budget: the causal mask "
@@ -741,6 +818,12 @@ def _expect_memory(fn, Q, K, V, block, causal, copies):
     if causal:
         hint = ("build the causal mask block by block, from the key indices of the block "
                 "against the query indices, not as one num_queries x num_keys matrix.")
+    if no_grad:
+        what += (" Under torch.no_grad() too: inference needs the blockwise loop as much "
+                 "as training.")
+        hint += (" A path of its own for torch.no_grad() (nothing is stored for backward) "
+                 "must not build the whole score matrix either: the memory bound is for "
+                 "inference too.")
     fail(f"on {case}, the peak memory was {peak / 2**20:.2f} MiB, more than the budget of "
          f"{budget / 2**20:.2f} MiB (16 blocks of num_queries x block_size "
          f"{'float64' if width == 8 else 'float32'} scores, "
