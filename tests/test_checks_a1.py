@@ -3,6 +3,7 @@ messages that point at the fault: the course's own table, red team round 1's sol
 (tests/checker_redteam/round1_a1.py), and kinds that round 1 missed."""
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -574,3 +575,35 @@ def test_round9_exp_then_power_has_nan_gradients_under_huge_scores():
     rejects(checks.check_chunked_attention,
             redteam_entry("round9_a1_chunked", "W_06_exp_then_power_scale"),
             "Q times 1e5")
+
+
+# -- Round 13 red team (tests/checker_redteam/round13_a1_chunked.py) ----------------------
+
+@pytest.mark.parametrize("name, fragments", [
+    ("W_06_numpy_scores", ["held 3.82 MiB outside torch's tensors", "tracemalloc",
+                           "in NumPy either"]),
+    ("W_12_bf16_via_half", ["V times 1e5 (beyond float16's range), bfloat16",
+                            "never through float16"]),
+    ("W_20_chunk_by_product", ["batch 1, 67 queries, 4099 keys", "the scores of 65 queries"]),
+])
+def test_round13_messages_point_at_the_fault(name, fragments):
+    rejects(checks.check_chunked_attention, redteam_entry("round13_a1_chunked", name),
+            *fragments)
+
+
+def _chunked_whole_in_numpy(Q, K, V, chunk_size):
+    """The whole computation in NumPy without autograd (no torch operation for the counter
+    or the profiler to see): tracemalloc sees its n x n scores."""
+    if Q.requires_grad or K.requires_grad or V.requires_grad or Q.dtype == torch.bfloat16:
+        return torch.cat([torch.softmax(Q[:, i:i + chunk_size] @ K.transpose(1, 2)
+                                        / math.sqrt(Q.shape[-1]), dim=-1) @ V
+                          for i in range(0, Q.shape[1], chunk_size)], dim=1)
+    q, k, v = (t.detach().numpy() for t in (Q, K, V))
+    s = q @ k.transpose(0, 2, 1) / np.sqrt(np.array(q.shape[-1], dtype=q.dtype))
+    s = np.exp(s - s.max(axis=-1, keepdims=True))
+    return torch.from_numpy(np.ascontiguousarray((s / s.sum(axis=-1, keepdims=True)) @ v))
+
+
+def test_round13_whole_matrix_in_numpy_is_seen_by_tracemalloc():
+    rejects(checks.check_chunked_attention, _chunked_whole_in_numpy,
+            "outside torch's tensors", "tracemalloc")

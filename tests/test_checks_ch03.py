@@ -11,7 +11,7 @@ from d2l import torch as d2l
 from book import checks
 from book import attention
 from book.attention import DotProductAttention
-from checkers_support import accepts, redteam, redteam_entries, rejects
+from checkers_support import accepts, redteam, redteam_entries, redteam_entry, rejects
 
 # A copy of the reference with its own code: the masked_softmax checker refuses calls of
 # book.attention.masked_softmax itself (the exercise asks for one written from scratch), also
@@ -915,3 +915,64 @@ def test_round12_sdpa_messages_point_at_the_fault(name, fragments):
 
     rejects(checks.check_scaled_dot_product_attention, vars(r12)[name], *fragments)
 
+
+
+# -- Round 13 red team (tests/checker_redteam/round13_ch03_*.py) --------------------------
+
+@pytest.mark.parametrize("name, fragments", [
+    ("W_16_int16_lens", ["valid_lens [[4294967298, 65536], [40000, 3]]",
+                         "a cast to torch.int16 (.short())", "lowest 16 bits"]),
+    ("W_17_int32_lens", ["valid_lens [[4294967298, 65536], [40000, 3]]",
+                         "a cast to torch.int32 (.int())", "lowest 32 bits"]),
+    ("W_20_nan_in_masked_scores", ["whose padded keys score -inf", "returned NaN",
+                                   "-inf * 0 is NaN"]),
+])
+def test_round13_masked_softmax_messages_point_at_the_fault(name, fragments):
+    rejects(checks.check_masked_softmax,
+            redteam_entry("round13_ch03_masked_softmax", name), *fragments)
+
+
+@pytest.mark.parametrize("name, fragments", [
+    ("W_16_lens_int16", ["valid_lens [[4294967298, 65536], [40000, 3]]",
+                         "a cast to torch.int16 (.short())", "lowest 16 bits"]),
+    ("W_14_bf16_via_half", ["values times 1e5 (beyond float16's range), bfloat16",
+                            "never through float16"]),
+])
+def test_round13_sdpa_messages_point_at_the_fault(name, fragments):
+    rejects(checks.check_scaled_dot_product_attention,
+            redteam_entry("round13_ch03_sdpa", name), *fragments)
+
+
+def _masked_unmasked_above_64_rows(X, valid_lens):
+    """A size-keyed fault (the lead's round-13 ruling): a "fast path" for many rows that
+    forgets the mask."""
+    if X.shape[-2] > 64:
+        return torch.softmax(X, dim=-1)
+    return _right_masked_softmax(X, valid_lens)
+
+
+def _sdpa_fast_path_above_64_queries(queries, keys, values, valid_lens=None):
+    """A size-keyed fault: above 64 queries, the scores computed in float16."""
+    if queries.shape[1] > 64 and queries.dtype == torch.float32:
+        return _right_sdpa(queries.half(), keys.half(), values.half(), valid_lens).float()
+    return _right_sdpa(queries, keys, values, valid_lens)
+
+
+def _right_masked_softmax(X, valid_lens):
+    if valid_lens is None:
+        return torch.softmax(X, dim=-1)
+    lens = valid_lens[:, None] if valid_lens.dim() == 1 else valid_lens
+    keep = torch.arange(X.shape[-1]) < lens[..., None]
+    return torch.softmax(X.masked_fill(~keep, torch.finfo(X.dtype).min), dim=-1) * keep
+
+
+def _right_sdpa(queries, keys, values, valid_lens=None):
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])
+    return _right_masked_softmax(scores, valid_lens) @ values
+
+
+def test_round13_larger_case_catches_size_keyed_faults():
+    rejects(checks.check_masked_softmax, _masked_unmasked_above_64_rows,
+            "67 rows of 4,099 keys")
+    rejects(checks.check_scaled_dot_product_attention, _sdpa_fast_path_above_64_queries,
+            "queries (1, 67, 8), keys (1, 4099, 8)")

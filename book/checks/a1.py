@@ -1,13 +1,14 @@
 """Checker for appendix A1's exercise: attention computed a chunk of queries at a time."""
 import math
+import tracemalloc
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
 from ..cost import peak_memory
-from ._core import EXPANDED, FLOAT16_NOT_BFLOAT16, FLOAT64, NONCONTIGUOUS, PLAIN, REPEAT, \
-    STANDARD, call, checker, expect_close, expect_conditions, expect_gradients, \
+from ._core import EXPANDED, FLOAT16, FLOAT16_NOT_BFLOAT16, FLOAT64, NO_GRAD, NONCONTIGUOUS, \
+    PLAIN, REPEAT, STANDARD, call, checker, expect_close, expect_conditions, expect_gradients, \
     expect_new_tensor, expect_tensor, fail, is_close, scaled, view_hint
 
 NEW_TENSOR_HINT = ("return a new tensor, as torch's functions do: with one key every weight is "
@@ -186,6 +187,23 @@ class _LargestNew(TorchDispatchMode):
                     and _storage(t) not in given:
                 self.numel, self.shape, self.op = t.numel(), tuple(t.shape), func
         return out
+
+
+def _traced_peak(run):
+    """run() and return the peak of the memory allocated through Python's allocators
+    meanwhile (NumPy arrays, Python objects; torch's tensors are not seen), in bytes."""
+    started = not tracemalloc.is_tracing()
+    if started:
+        tracemalloc.start()
+    else:
+        tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        if started:
+            tracemalloc.stop()
 
 
 def _storage(t):
@@ -527,14 +545,37 @@ def check_chunked_attention(fn):
     g8 = torch.Generator().manual_seed(88)
     X = torch.randn(1, 200, 8, generator=g8)
     _big_right(fn, X, X, X, 10, "batch 1, 200 queries and keys, d=8, chunk_size=10")
+    # Added after red-team round 13 (the lead's ruling on size-keyed faults): 67 queries
+    # (odd, > 64) and 4,099 keys (> 4096, above the 1,000 of the cases above: catches a
+    # chunk that grows with the number of keys).
+    g13 = torch.Generator().manual_seed(113)
+    Q, K, V = (torch.randn(1, n, dd, generator=g13) for n, dd in ((67, 8), (4099, 8),
+                                                                   (4099, 3)))
+    _big_right(fn, Q, K, V, 16, "batch 1, 67 queries, 4099 keys, d=8, value_dim=3, "
+                                "chunk_size=16")
     # Its peak memory stays far below the n x n matrix (catches every chunk's weights kept).
     # At chunk_size 16 one chunk's float32 scores take 1/62 of it: room for a float64
     # computation with several named temporaries (4 float64 chunks: 1/8 of it).
     n, chunk = 1000, 16
     X = torch.randn(1, n, 16, generator=g)
     full = n * n * 4  # bytes of one float32 (n, n) score matrix
-    peak = peak_memory(lambda: _spied(fn, X, X, X, chunk))
+    # Added after red-team round 13: memory outside torch's allocator too (NumPy arrays,
+    # Python lists), which the profiler does not see and tracemalloc does: the whole score
+    # matrix in a NumPy buffer, filled with torch.bmm(..., out=) and in-place steps.
+    held = _traced_peak(lambda: _spied(fn, X, X, X, chunk))
     budget = chunk * n * 4  # bytes of one chunk's float32 (chunk_size, n) scores
+    if held > full / 2:
+        fail(f"on batch 1, {n} queries and keys, chunk_size={chunk}, chunked_attention "
+             f"held {held / 2**20:.2f} MiB outside torch's tensors (NumPy arrays or Python "
+             f"objects, measured with tracemalloc), {held / budget:.0f} times the "
+             f"{budget / 2**10:.1f} KiB of one chunk's scores (chunk_size x n x 4 bytes) and "
+             f"{held / full:.1f} times the whole {n} x {n} score matrix "
+             f"({full / 2**20:.1f} MiB): memory held in a NumPy buffer is held all the same.",
+             "compute each chunk's scores with torch, Q[:, i:i + chunk_size] @ "
+             "K.transpose(1, 2), and keep only the current chunk's scores and weights alive; "
+             "do not allocate the whole (num_queries, num_keys) matrix anywhere, in NumPy "
+             "either.")
+    peak = peak_memory(lambda: _spied(fn, X, X, X, chunk))
     if peak > full / 2:
         fail(f"on batch 1, {n} queries and keys, chunk_size={chunk}, the peak memory was "
              f"{peak / 2**20:.2f} MiB, {peak / budget:.0f} times the {budget / 2**10:.1f} "
@@ -586,6 +627,9 @@ def _chunked_matrix(fn):
               "100 and 50, the two best one number in bfloat16), chunk_size=1",
               (torch.tensor([[[1.0], [0.5]]]), torch.tensor([[[100.25], [99.75], [96.0],
                                                               [0.0]]]), randn(1, 4, 2), 1))]
+    large = [("batch 1, 67 queries, 4099 keys, d=8, value size 3, chunk_size=16 (the last "
+              "chunk has 3 queries)", (randn(1, 67, 8), randn(1, 4099, 8), randn(1, 4099, 3),
+                                       16))]
     huge = tuple(scaled(1e5, (0,), "Q times 1e5 (scores near 1e5)",
                         "scores of 1e5 are ordinary float32 and float64 numbers: do not "
                         "clamp them or cast them to float16; a softmax that subtracts each "
@@ -598,7 +642,18 @@ def _chunked_matrix(fn):
             (general + equal, STANDARD, (0, 1, 2)),
             (far, (PLAIN, REPEAT, NONCONTIGUOUS, EXPANDED, FLOAT64), (0, 1, 2)),
             (general + far, huge, (0, 1, 2)),
-            (close, (PLAIN, FLOAT16_NOT_BFLOAT16), (0, 1, 2))):
+            (close, (PLAIN, FLOAT16_NOT_BFLOAT16), (0, 1, 2)),
+            # Added after red-team round 13: bfloat16 values of 1e5, beyond float16's range
+            # (a bfloat16 input computed through float16 overflows to inf), and one larger
+            # case (the lead's ruling on size-keyed faults): 67 queries (odd, > 64) of 4,099
+            # keys (> 4096).
+            (general, tuple(scaled(1e5, (2,), "V times 1e5 (beyond float16's range)",
+                                   "bfloat16 has float32's range (up to about 3e38) with "
+                                   "fewer digits: compute a bfloat16 input in bfloat16 or "
+                                   "in float32 (x.float(), then cast back), never through "
+                                   "float16, which overflows to inf above 65504.",
+                                   dtypes=(torch.bfloat16,))), (0, 1, 2)),
+            (large, (PLAIN, NO_GRAD, FLOAT64, FLOAT16) + huge[:1], (0, 1, 2))):
         expect_conditions(lambda Q, K, V, chunk: _spied(fn, Q, K, V, chunk),
                           lambda Q, K, V, chunk: _attention(Q, K, V), cases,
                           name="chunked_attention", differentiable=grads,

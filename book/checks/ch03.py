@@ -5,7 +5,8 @@ import math
 import torch
 
 from .. import attention as _attention
-from ._core import (FLOAT16_NOT_BFLOAT16, STANDARD, WITHOUT_GRAD, call, checker, expect_close,
+from ._core import (FLOAT16, FLOAT16_NOT_BFLOAT16, FLOAT64, NO_GRAD, PLAIN, STANDARD,
+                    WITHOUT_GRAD, call, checker, expect_close,
                     expect_conditions, expect_float64_accuracy, expect_gradients, scaled,
                     shifted, expect_new_tensor, expect_tensor, fail, forbidden, is_close,
                     view_hint)
@@ -199,6 +200,26 @@ def _masked_softmax_cases_round11():
         ("float64 X of shape (2, 2, 5) with scores near 1e5, -1e5, 1.5e5 and -1.2e5 "
          "(beyond float16's range, a few units apart), valid_lens [[5, 5], [2, 5]]",
          _beyond_half(torch.float64, g), torch.tensor([[5, 5], [2, 5]])),
+        *_masked_softmax_cases_round13(),
+    ]
+
+
+def _masked_softmax_cases_round13():
+    """Cases added after red-team round 13: lengths above num_keys beyond int16's and
+    int32's range (a cast to torch.int16 wraps 65536 to 0, one to torch.int32 wraps 2**32 + 2
+    to 2), and padded keys that score -inf, as an earlier mask leaves them (-inf * 0 is
+    NaN: the padded scores must be replaced, not multiplied by the mask)."""
+    g = torch.Generator().manual_seed(313)
+    lens = torch.tensor([[2, 3, 5], [1, 0, 4]])
+    X = torch.randn(2, 3, 5, generator=g)
+    X = X.masked_fill(torch.arange(5) >= lens[..., None], -math.inf)
+    return [
+        ("X of shape (2, 2, 6), valid_lens [[4294967298, 65536], [40000, 3]] (lengths "
+         "above the 6 keys, beyond the range of int16 and int32: every key valid but in "
+         "the last row)", torch.randn(2, 2, 6, generator=g),
+         torch.tensor([[2 ** 32 + 2, 2 ** 16], [40000, 3]])),
+        ("X of shape (2, 3, 5) whose padded keys score -inf (as an earlier mask leaves "
+         "them), valid_lens [[2, 3, 5], [1, 0, 4]]", X, lens),
     ]
 
 
@@ -237,24 +258,50 @@ def _stale_lens(W, X, valid_lens, earlier, atol, case):
              _EARLIER_HINT)
 
 
-def _wrapped_lens(W, X, lens, atol, case):
-    """Fail if the weights are what the lengths cast to an 8-bit integer dtype give (they
-    wrap around at 256: 257 becomes 1; added after red-team round 8)."""
-    __tracebackhide__ = True
+# Integer dtypes a learner may cast the lengths to (8 bits: added after red-team round 8;
+# 16 and 32 bits, where a length above num_keys such as 65536 or 2**32 wraps to 0, after
+# round 13).
+_INT_CASTS = ((torch.uint8, "torch.uint8 (.byte())", 8), (torch.int8, "torch.int8 (.char())", 8),
+              (torch.int16, "torch.int16 (.short())", 16),
+              (torch.int32, "torch.int32 (.int())", 32))
+
+
+def _wrap_casts(lens, gives):
+    """[(name, bits, wrapped lengths)] of the integer casts that change `lens` (batch,
+    queries) and whose wrapped lengths give the result seen (`gives(wrapped)` is True)."""
     if int(lens.max()) < 128:
-        return
-    found = [(name, lens.to(dtype).long()) for dtype, name in (
-        (torch.uint8, "torch.uint8 (.byte())"), (torch.int8, "torch.int8 (.char())"))
-        if is_close(W, _reference_masked_softmax(X, None, lens=lens.to(dtype).long()),
-                    atol=atol, rtol=1e-3)]
-    if found:  # lengths such as 2049 and 4100 wrap alike in both: then both are named
-        wrapped = found[0][1]
-        at = tuple((lens != wrapped).nonzero()[0])
-        fail(f"the weights are wrong on {case}: they are what the lengths give after a "
-             f"cast to {' or '.join(name for name, _ in found)}, which keeps only their "
-             f"lowest 8 bits (a length of {int(lens[at])} becomes {int(wrapped[at])}).",
-             "keep valid_lens in its integer dtype (torch.long): compare "
-             "torch.arange(num_keys) with valid_lens[..., None] as they are.")
+        return []
+    found = []
+    for dtype, name, bits in _INT_CASTS:
+        wrapped = lens.to(dtype).long()
+        if not torch.equal(wrapped, lens) and gives(wrapped):
+            found.append((name, bits, wrapped))
+    return found
+
+
+def _wrap_fail(found, lens, what, case):
+    """Fail naming the casts of `found` (from _wrap_casts)."""
+    __tracebackhide__ = True
+    name, bits, wrapped = found[0]
+    at = tuple((lens != wrapped).nonzero()[0])
+    widths = " or ".join(dict.fromkeys(str(b) for _, b, _ in found))
+    casts = " or ".join(n for n, _, _ in found)
+    fail(f"{what} wrong on {case}: {'they are' if what.endswith('are') else 'it is'} what "
+         f"the lengths give after a cast to {casts}, which keeps only their lowest {widths} "
+         f"bits (a length of {int(lens[at])} becomes {int(wrapped[at])}).",
+         "keep valid_lens in its integer dtype (torch.long): compare "
+         "torch.arange(num_keys) with valid_lens[..., None] as they are. A length above "
+         "num_keys (65536, 2**32) is legal and makes every key valid.")
+
+
+def _wrapped_lens(W, X, lens, atol, case):
+    """Fail if the weights are what the lengths cast to a narrower integer dtype give (they
+    wrap around: 257 becomes 1 in 8 bits, 65536 becomes 0 in 16 bits, 2**32 in 32)."""
+    __tracebackhide__ = True
+    found = _wrap_casts(lens, lambda wrapped: is_close(
+        W, _reference_masked_softmax(X, None, lens=wrapped), atol=atol, rtol=1e-3))
+    if found:  # lengths such as 2049 and 4100 wrap alike in 8 bits: then both are named
+        _wrap_fail(found, lens, "the weights are", case)
 
 
 def _masked_changed_in_place(fn):
@@ -402,6 +449,15 @@ def check_masked_softmax(fn):
         if isinstance(out, torch.Tensor) and out.is_floating_point() \
                 and tuple(out.shape) == tuple(X.shape) and torch.isnan(out).any():
             rows = torch.isnan(out).any(dim=-1)
+            if bool((torch.isinf(X) & padded).any()):
+                b, i = (int(t) for t in rows.nonzero()[0])
+                fail(f"masked_softmax returned NaN on {case}, in row (example {b}, query "
+                     f"{i}), whose valid_len is {int(lens[b, i])}.",
+                     "a padded key may score -inf (an earlier mask leaves that), and -inf * 0 "
+                     "is NaN: replace the padded scores, X.masked_fill(~keep, "
+                     "torch.finfo(X.dtype).min) or torch.where(keep, X, fill), instead of "
+                     "multiplying X by the mask; then multiply the weights (not the scores) "
+                     "by keep.")
             if bool(empty[rows].all()):
                 half = (" In float16, -1e6 and -1e9 overflow to -inf too."
                         if X.dtype == torch.half else "")
@@ -795,6 +851,21 @@ def _attention_cases_round11():
          "2048 and 4099 take most of the weight, valid_lens [[2049, 4100]] (lengths above "
          "2048)",
          *_half_long_qkv(), torch.tensor([[2049, 4100]]), 5e-3),
+        *_attention_cases_round13(),
+    ]
+
+
+def _attention_cases_round13():
+    """Cases added after red-team round 13: lengths above num_keys beyond int16's and
+    int32's range (cast to torch.int16, 65536 wraps to 0; to torch.int32, 2**32 + 2 wraps
+    to 2)."""
+    g = torch.Generator().manual_seed(413)
+    return [
+        ("queries (2, 2, 4), keys (2, 6, 4), values (2, 6, 3), valid_lens [[4294967298, "
+         "65536], [40000, 3]] (lengths above the 6 keys, beyond the range of int16 and "
+         "int32: every key valid but for the last query)",
+         *[torch.randn(2, n, dd, generator=g) for n, dd in ((2, 4), (6, 4), (6, 3))],
+         torch.tensor([[2 ** 32 + 2, 2 ** 16], [40000, 3]]), 1e-5),
     ]
 
 
@@ -1189,6 +1260,12 @@ def check_scaled_dot_product_attention(fn):
         _stale_scale(out, q, k, v, valid_lens, earlier, atol, case)
         _stale_lens_sdpa(fn, out, q, k, v, valid_lens, earlier, atol, case)
         _diagnose_round11(out, q, k, v, valid_lens, atol, case)
+        if valid_lens is not None:  # lengths cast to a narrower integer dtype (round 13)
+            lens = _lens_2d(valid_lens, (q.shape[0], q.shape[1], k.shape[1]))
+            found = _wrap_casts(lens, lambda wrapped: is_close(
+                out, _attend(q, k, v, wrapped), atol=atol, rtol=1e-3))
+            if found:
+                _wrap_fail(found, lens, "the output is", case)
         _diagnose_scale(fn, out, q, k, v, valid_lens, atol, case)
         for kwargs, why in _SDPA_MISTAKES:
             if is_close(out, _attend(q, k, v, valid_lens, **kwargs(k)), atol=atol, rtol=1e-3):
@@ -1325,6 +1402,19 @@ _BEYOND_HINT = ("a float32 or float64 score may lie far beyond float16's range (
                 "own maximum (torch.softmax does), which keeps exp() in range in every dtype.")
 
 
+def _large_lens(g, rows, keys):
+    """(1, rows) lengths for the larger case: 0, 1, keys - 1, keys, keys + 101 first, then
+    random ones from 0 to keys + 100."""
+    lens = torch.randint(0, keys + 101, (1, rows), generator=g)
+    lens[0, :5] = torch.tensor([0, 1, keys - 1, keys, keys + 101])
+    return lens
+
+
+_BFLOAT16_HINT = ("bfloat16 has float32's range (up to about 3e38) with fewer digits: "
+                  "compute a bfloat16 input in bfloat16 or in float32 (x.float(), then cast "
+                  "back), never through float16, which overflows to inf above 65504.")
+
+
 def _matrix_masked_softmax(fn):
     """masked_softmax under every condition of the matrix."""
     __tracebackhide__ = True
@@ -1368,6 +1458,15 @@ def _matrix_masked_softmax(fn):
         + below_fill, hint=hint)
     expect_conditions(learner, _reference_masked_softmax, close, name="masked_softmax",
                       differentiable=(0,), conditions=(FLOAT16_NOT_BFLOAT16,), hint=hint)
+    # Added after red-team round 13 (the lead's ruling on size-keyed faults): one larger
+    # case, above the usual switch points of a "fast path": 67 rows (odd, > 64) of 4,099
+    # keys (> 4096), per-row lengths from 0 to above num_keys.
+    large = [("X = 3 * randn(1, 67, 4099) (67 rows of 4,099 keys), per-row valid_lens from "
+              "0 to 4200", (3 * torch.randn(1, 67, 4099, generator=g), _large_lens(g, 67, 4099)))]
+    expect_conditions(
+        learner, _reference_masked_softmax, large, name="masked_softmax", differentiable=(0,),
+        conditions=(PLAIN, NO_GRAD, FLOAT64, FLOAT16) + tuple(scaled(
+            1e5, (0,), "X times 1e5", _BEYOND_HINT, dtypes=(torch.float32,))), hint=hint)
     expect_conditions(learner, _reference_masked_softmax, cases, name="masked_softmax",
                       conditions=WITHOUT_GRAD)
 
@@ -1431,6 +1530,24 @@ def _matrix_sdpa(fn):
         expect_conditions(fn, lambda q, k, v, lens: _attend(q, k, v, lens), chosen,
                           name="scaled_dot_product_attention", differentiable=differentiable,
                           conditions=conditions, hint=hint)
+    # Added after red-team round 13: bfloat16 values of 1e5, beyond float16's range (a
+    # bfloat16 input computed through float16 overflows to inf), and one larger case
+    # (the lead's ruling on size-keyed faults): 67 queries (odd, > 64), 4,099 keys (> 4096).
+    expect_conditions(fn, lambda q, k, v, lens: _attend(q, k, v, lens), cases,
+                      name="scaled_dot_product_attention", differentiable=(0, 1, 2),
+                      conditions=tuple(scaled(1e5, (2,), "values times 1e5 (beyond "
+                                              "float16's range)", _BFLOAT16_HINT,
+                                              dtypes=(torch.bfloat16,))), hint=hint)
+    large = [("queries (1, 67, 8), keys (1, 4099, 8), values (1, 4099, 3) (67 queries, "
+              "4,099 keys), per-query valid_lens from 0 to 4200",
+              (*[torch.randn(1, n, dd, generator=g) for n, dd in ((67, 8), (4099, 8),
+                                                                   (4099, 3))],
+               _large_lens(g, 67, 4099)))]
+    expect_conditions(fn, lambda q, k, v, lens: _attend(q, k, v, lens), large,
+                      name="scaled_dot_product_attention", differentiable=(0, 1, 2),
+                      conditions=(PLAIN, NO_GRAD, FLOAT64, FLOAT16) + tuple(scaled(
+                          1e5, (0,), "queries times 1e5 (scores beyond float16's range)",
+                          _BEYOND_HINT, dtypes=(torch.float32,))), hint=hint)
     expect_conditions(fn, lambda q, k, v, lens: _attend(q, k, v, lens), close,
                       name="scaled_dot_product_attention", differentiable=(0, 1, 2),
                       conditions=(FLOAT16_NOT_BFLOAT16,), hint=hint)
