@@ -544,7 +544,7 @@ def _chunked_float32_when_training(Q, K, V, chunk_size):
 
 @pytest.mark.parametrize("fn, fragment", [
     (_chunked_half_detached_total,
-     "the gradient with respect to argument 1 is wrong on batch 2, 5 queries, 7 keys, d=3, "
+     "(argument 1) is wrong on batch 2, 5 queries, 7 keys, d=3, "
      "value size 2, chunk_size=2 (the last chunk has 1 query), float16"),
     (_chunked_training_cache_of_keys,
      "a second call, with other values of the same shapes"),

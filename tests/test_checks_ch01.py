@@ -850,7 +850,7 @@ def _topk_training_cache(queries, keys, values, score, k):
 @pytest.mark.parametrize("fn, fragment", [
     (_topk_float16_min_fill, "queries times 1e5 (scores near 1e5 to 1e8), float32"),
     (_topk_half_detached_denominator,
-     "the gradient with respect to argument 1 is wrong on 4 queries, 5 keys, d=3, value "
+     "(argument 1) is wrong on 4 queries, 5 keys, d=3, value "
      "size 2, k=2, asymmetric score q^T M k, float16 arguments"),
     (_topk_training_cache, "a second call, with other values of the same shapes"),
 ])

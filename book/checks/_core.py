@@ -1060,7 +1060,7 @@ def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditio
                 _expect_condition_output(out, ref, args, name, case, condition, atol, rtol,
                                          hint, new_tensor, exact)
             if leaves and condition.gradients and (dtype is None or dtype.is_floating_point):
-                _expect_condition_gradients(got, want, leaves, ref_leaves, name, case,
+                _expect_condition_gradients(fn, got, want, leaves, ref_leaves, name, case,
                                             condition, atol, rtol, hint, exact)
 
 
@@ -1089,7 +1089,7 @@ def _expect_condition_output(out, ref, args, name, case, condition, atol, rtol, 
     expect_close(out, ref, what=what, case=case, hint=condition.hint or hint, **tol)
 
 
-def _expect_condition_gradients(got, want, leaves, ref_leaves, name, case, condition, atol,
+def _expect_condition_gradients(fn, got, want, leaves, ref_leaves, name, case, condition, atol,
                                 rtol, hint, exact=False):
     __tracebackhide__ = True
     lost_hint = condition.hint if condition in (REPEAT, FLOAT16, BFLOAT16) else DETACHED_HINT
@@ -1117,7 +1117,9 @@ def _expect_condition_gradients(got, want, leaves, ref_leaves, name, case, condi
         fail(f"backward() through {name} failed on {case}: {error}",
              STALE_HINT if "a second time" in str(error) else INPLACE_HINT)
     for (position, leaf), grad, ref in zip(leaves, grads, ref_grads):
-        label = f"argument {position + 1}"
+        named = _argument_name(fn, position)
+        label = (f"argument {position + 1}" if named.startswith("number ") else
+                 f"`{named}` (argument {position + 1})")
         ref = torch.zeros(leaf.shape, dtype=torch.float64) if ref is None else ref
         if grad is None:
             if (ref != 0).any():
