@@ -700,3 +700,44 @@ def test_check_pre_norm_block_round12_names_the_dropout_fault(name):
     text = rejects(checks.check_pre_norm_block, redteam_entry("round12_ch07_prenorm", name),
                    *R12_PRENORM[name])
     assert "torch.rand or torch.bernoulli" not in text
+
+
+# -- Round 13 red team (tests/checker_redteam/round13_ch07_*.py, writer D) -----------------
+
+def test_check_causal_mask_rejects_an_inference_tensor():
+    """W_27: decorated with @torch.inference_mode(); sdpa or torch.where on scores that
+    require grad then cannot save the mask for backward (caught by _core.call)."""
+    rejects(checks.check_causal_mask,
+            redteam_entry("round13_ch07_causal_mask", "W_27_inference_mode"),
+            "inference tensor", "@torch.inference_mode()")
+
+
+R13_PRENORM = {
+    # valid_lens.clamp(min=1): the example of length 0 attends its first key
+    "W_11_clamp_lens": ("valid_lens [6, 0]", "the example of length 0 the output of length 1",
+                        "clamp(min=1)", "zeros included"),
+    # F.linear(x, W.weight) in a hand-written attention: wrong on a block with use_bias=True
+    "W_13_manual_mha_no_bias": ("use_bias=True", "leaves out the biases of its projections "
+                                "W_q, W_k, W_v and W_o", "not its weight alone"),
+    "W_26_inference_mode_forward": ("inference tensor",),
+}
+
+
+@pytest.mark.parametrize("name", R13_PRENORM)
+def test_check_pre_norm_block_round13_names_the_fault(name):
+    rejects(checks.check_pre_norm_block, redteam_entry("round13_ch07_pre_norm_block", name),
+            *R13_PRENORM[name])
+
+
+def test_check_pre_norm_block_names_a_missing_output_bias():
+    """Only W_o's bias left out (a hand-written output projection): named as such."""
+    class NoOutputBias(TransformerEncoderBlock):
+        def forward(self, X, valid_lens):
+            Z = self.addnorm1.ln(X)
+            A = self.attention(Z, Z, Z, valid_lens)
+            if self.attention.W_o.bias is not None:
+                A = A - self.attention.W_o.bias
+            Y = X + self.addnorm1.dropout(A)
+            return Y + self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
+    rejects(checks.check_pre_norm_block, NoOutputBias, "use_bias=True",
+            "leaves out the biases of its output projection W_o")

@@ -596,8 +596,8 @@ def test_round7_count_messages_name_the_fault():
     calls = [0]
 
     def right_then_wrong(V, H, F, L, P):  # a stale answer on a repeated call
-        calls[0] += 1     # 6 configurations, num_blks=0 (round 10), 4 more, then the 6 again
-        return count(V, H, F, L, P) + (calls[0] > 11)
+        calls[0] += 1     # 7 configurations, num_blks=0 (round 10), 4 more, then the 7 again
+        return count(V, H, F, L, P) + (calls[0] > 12)
     rejects(checks.check_bert_param_count, right_then_wrong, "when called again",
             "depend only on the arguments")
 
@@ -933,3 +933,64 @@ def test_the_uniformity_cut_and_the_coverage_bound():
     n = R.sum()
     assert 6_500 < n < 7_000
     assert ((1 - 1 / 199) ** (n - R)).sum() < 2e-12
+
+
+# -- Round 13 red team (tests/checker_redteam/round13_ch08_*.py, writer D) -----------------
+
+R13_MLM = {
+    # rows 2k and 2k + 1 share their uniforms
+    "W_18_checkerboard_rows": ("the rows are not drawn independently", "rows 1 apart",
+                               "no draws shared between rows"),
+    # a private generator seeded from one random byte: 256 maskings of a batch at most
+    "W_24_byte_seed": ("different maskings", "a few random bits", "seed of full size"),
+    # uniforms for at most 65,536 rows, tiled down the 120,000-row call
+    "W_25_tiled_65536_rows": ("120,000", "rows 65,536 apart", "repeated down a long batch"),
+    # @torch.inference_mode(): labels cannot be saved for backward by cross_entropy
+    "W_27_inference_mode": ("inference tensor",),
+}
+
+
+@pytest.mark.parametrize("name", R13_MLM)
+def test_check_mlm_masking_round13_names_the_fault(name):
+    rejects(checks.check_mlm_masking, redteam_entry("round13_ch08_mlm_masking", name),
+            *R13_MLM[name])
+
+
+def test_the_round13_mlm_tests_cost_little_of_the_budget():
+    """The repeated-masking test: two maskings of one of the 128 positions agree with
+    probability c (not chosen, [MASK], unchanged or the same random token), all 128 with
+    c^128; two or more coinciding pairs among the 4,950 pairs of calls are then far below
+    1e-20. The row test: P(N > 8) x 2 x 120,000 lags x 8.6 (Edgeworth) per test, 4 tests."""
+    k = 60
+    c = 0.85 ** 2 + (0.15 * 0.8) ** 2 + (0.15 * 0.1 * (1 + 1 / k)) ** 2 + \
+        (k - 1) * (0.15 * 0.1 / k) ** 2
+    assert 0.737 < c < 0.7372
+    pairs = ch08.REPEAT_CALLS * (ch08.REPEAT_CALLS - 1) // 2
+    assert pairs * c ** 128 < 1e-13 and (pairs * c ** 128) ** 2 < 1e-26
+    tail = 0.5 * math.erfc(ch08.ROW_TOLERANCE / math.sqrt(2))
+    assert 4 * 2 * 120_000 * 8.6 * tail < 1e-8
+    assert 7.9e-7 + 4 * 2 * 120_000 * 8.6 * tail + 1e-26 < 8.0e-7  # the module's total
+
+
+def test_check_mlm_masking_rejects_rows_shared_in_pairs_of_any_offset():
+    """Not only neighbours: row i + 7 reusing row i's uniforms (blocks of 14 rows)."""
+
+    def shared_at_7(tokens, vocab):
+        b, n = tokens.shape
+        u, a = torch.rand(b, n), torch.rand(b, n)
+        idx = torch.arange(b)
+        src = torch.where((idx % 14) >= 7, idx - 7, idx)
+        u, a = u[src], a[src]
+        chosen = (tokens >= vocab.num_specials) & (u < 0.15)
+        rnd = torch.randint(vocab.num_specials, len(vocab), tokens.shape)
+        inputs = torch.where(chosen & (a < 0.8), vocab.mask, tokens)
+        inputs = torch.where(chosen & (a >= 0.8) & (a < 0.9), rnd, inputs)
+        return inputs, torch.where(chosen, tokens, IGNORE)
+    rejects(checks.check_mlm_masking, shared_at_7, "rows 7 apart")
+
+
+@pytest.mark.parametrize("name", ["W_18_ln_half", "W_23_heads_of_four"])
+def test_check_bert_param_count_round13_names_an_odd_num_hiddens(name):
+    rejects(checks.check_bert_param_count,
+            redteam_entry("round13_ch08_bert_param_count", name), "num_hiddens=15",
+            "multiple of 4", "whatever the number of heads")

@@ -127,14 +127,29 @@ def _mistakes(block):
         return lambda Y: ((Y - Y.mean(-1, keepdim=True))
                           / torch.sqrt(Y.var(-1, keepdim=True) + ln.eps) * ln.weight + ln.bias)
 
-    def branch(X, lens, n1=ln1, n2=ln2, keys=None, ffn_in=None, outer=None, final=None):
+    def branch(X, lens, n1=ln1, n2=ln2, keys=None, ffn_in=None, outer=None, final=None,
+               attention=att):
         Z = n1(X)
         K = Z if keys is None else keys(X)
-        Y = X + d1(att(Z, K, K, lens))
+        Y = X + d1(attention(Z, K, K, lens))
         Y = Y if outer is None else outer[0](Y)
         out = Y + d2(ffn(n2(Y) if ffn_in is None else ffn_in(X, Y)))
         return out if final is None else final(out)
-    return [
+    biased = [name for name in ("W_q", "W_k", "W_v", "W_o")
+              if getattr(getattr(att, name, None), "bias", None) is not None]
+    without_biases = [
+        (lambda X, lens, names=names: branch(X, lens, attention=_without_biases(att, names)),
+         f"your attention leaves out the biases of {what} (the block was built with "
+         "use_bias=True, as BERTModel builds its blocks): a hand-written attention that "
+         "applies only the weights, F.linear(x, W.weight), or a copy built without biases.",
+         "call the block's own self.attention(Z, Z, Z, valid_lens), which adds the biases "
+         "when the block has them; a projection of your own must use the whole layer, "
+         "W(x), not its weight alone.")
+        for names, what in ((biased, "its projections W_q, W_k, W_v and W_o"),
+                            (biased[:3], "its projections W_q, W_k and W_v"),
+                            (biased[3:], "its output projection W_o"))
+        if len(biased) == 4 and names]
+    return without_biases + [
         (lambda X, lens: block.addnorm2(block.addnorm1(X, att(X, X, X, lens)),
                                         ffn(block.addnorm1(X, att(X, X, X, lens)))),
          "your block is still post-LayerNorm: LayerNorm(X + Sublayer(X)).",
@@ -203,6 +218,15 @@ def _mistakes(block):
          "pre-LN blocks do not normalise their output: the single final LayerNorm comes "
          "after the last block, outside this class."),
     ]
+
+
+def _without_biases(attention, names):
+    """A copy of the block's attention with the biases of the projections `names` zeroed."""
+    bare = copy.deepcopy(attention)
+    with torch.no_grad():
+        for name in names:
+            getattr(bare, name).bias.zero_()
+    return bare
 
 
 def _ffn_first(block, X, lens):
@@ -355,7 +379,7 @@ def _expect_tree(block, ref, case=None):
     """The learner's block must have the submodules of a fresh TransformerEncoderBlock with
     the same arguments: the same types and settings, and no module in two places. Checked
     after construction and (with `case`) after each call: forward must not change them."""
-    args = f"TransformerEncoderBlock(16, 32, 4, {ref.dropout_arg})"
+    args = _args(ref)
     if case:  # it was right before the call
         where, hint = f"on {case}, your block's forward changed its modules: ", \
             _FORWARD_KEEPS_HINT
@@ -401,7 +425,7 @@ def _submodule(block, path):
 
 def _load(block, ref):
     """Give the learner's block the reference's parameters (the same names and shapes)."""
-    args = f"TransformerEncoderBlock(16, 32, 4, {ref.dropout_arg})"
+    args = _args(ref)
     want = ref.state_dict()
     have = block.state_dict(keep_vars=True)
     known = {id(value) for key, value in have.items() if key in want}
@@ -428,13 +452,21 @@ def _load(block, ref):
         fail(f"the parameters of a {args} do not fit your block: {error}", _KEEP_HINT)
 
 
-def _blocks(cls, dropout):
+def _args(ref, name="TransformerEncoderBlock"):
+    """How the blocks of `ref`'s kind are built, as Python: name(16, 32, 4, dropout)."""
+    return f"{name}(16, 32, 4, {ref.dropout_arg}" + \
+        (", use_bias=True)" if ref.use_bias else ")")
+
+
+def _blocks(cls, dropout, use_bias=False):
     """(the learner's block, the checker's reference) with the same parameters: the
     reference is a fresh TransformerEncoderBlock with LayerNorm parameters made visible
-    (they start as the identity affine map), loaded into the learner's block."""
+    (they start as the identity affine map), loaded into the learner's block. With
+    use_bias=True (as BERT builds its blocks) the attention's four projections have biases."""
     with seeded(0):
-        ref = _PreNormReference(16, 32, 4, dropout)
-    ref.dropout_arg, ref.template = dropout, _tree(ref)
+        ref = _PreNormReference(16, 32, 4, dropout, use_bias=use_bias) if use_bias else \
+            _PreNormReference(16, 32, 4, dropout)
+    ref.dropout_arg, ref.use_bias, ref.template = dropout, use_bias, _tree(ref)
     ref.initial = {key: value.clone() for key, value in ref.state_dict().items()}
     with torch.no_grad():
         g = torch.Generator().manual_seed(2)
@@ -445,9 +477,11 @@ def _blocks(cls, dropout):
 
 
 def _learner_block(cls, ref):
-    case = f"PreNormEncoderBlock(16, 32, 4, {ref.dropout_arg})"
+    case = _args(ref, "PreNormEncoderBlock")
+    kwargs = {"use_bias": True} if ref.use_bias else {}
     with seeded(0):
-        block = call(cls, 16, 32, 4, ref.dropout_arg, name="PreNormEncoderBlock", case=case)
+        block = call(cls, 16, 32, 4, ref.dropout_arg, **kwargs, name="PreNormEncoderBlock",
+                     case=case)
     for part in ("attention", "addnorm1", "ffn", "addnorm2"):
         if not hasattr(block, part):
             fail(f"your block has no `{part}`.",
@@ -518,10 +552,10 @@ def _run(block, ref, X, valid_lens, case, nan_hint=None):
 
 
 def _lengths_used(ref, X, out):
-    """The valid lengths [a, b] (1..n each) that make the reference give `out`, or None."""
+    """The valid lengths [a, b] (0..n each) that make the reference give `out`, or None."""
     n = X.shape[1]
-    for a in range(1, n + 1):
-        for b in range(1, n + 1):
+    for a in range(n + 1):
+        for b in range(n + 1):
             lens = torch.tensor([a, b])
             if is_close(out, ref(X, lens), atol=1e-4, rtol=1e-4):
                 return [a, b]
@@ -560,6 +594,15 @@ def _expect_eval_output(block, ref, X, valid_lens, case, renew, diagnose=True):
                          f"the same X with valid_lens {probe_lens.tolist()}")
             seen = _lengths_used(ref, X, probe)
             full = [X.shape[1]] * 2
+            if 0 in given and all(u == (g or 1) for u, g in zip(used, given)):
+                fail(f"on {case}, your block gives the example of length 0 the output of "
+                     f"length 1 (it masks the keys as if valid_lens were {used}): an "
+                     "example with no valid key attends its first key instead of none "
+                     "(valid_lens.clamp(min=1), or max(length, 1)?).",
+                     "pass valid_lens on to self.attention unchanged, zeros included: the "
+                     "chapter's masked_softmax gives a row with no valid key zero weights "
+                     "(so the attention adds only its output bias there), which the block "
+                     "must keep.")
             if used == full and seen in (full, None):
                 fail(f"on {case}, your block ignores valid_lens: padded keys get attention "
                      "(the output is the one without any lengths, also for valid_lens "
@@ -689,13 +732,15 @@ def check_pre_norm_block(cls):
     TransformerEncoderBlock with the pre-LN forward), whose parameters are loaded into the
     learner's; the learner's block must have the same submodules (types, settings such as
     Dropout.p and LayerNorm.eps, none shared), before and after every call. Checked: eval
-    mode (valid_lens [6, 3], [3, 6], None, and a second X: nothing kept between calls), its
+    mode (valid_lens [6, 3], [3, 6], None, [6, 0] (an example with no valid key), and a
+    second X: nothing kept between calls), its
     gradients (a wrong one is traced to a detached residual, LayerNorm output or statistics,
     or keys/values where it is one of those), a non-contiguous X, valid_lens of shape
     (batch, n) (one length per query, as causal_valid_lens gives), float32 rows with a
     large mean and a small spread (a variance taken as E[x^2] - E[x]^2 is named), a float64
     block on
-    float64 X (a LayerNorm without eps, or float32 arithmetic, is named), eval mode with
+    float64 X (a LayerNorm without eps, or float32 arithmetic, is named), a block built with
+    use_bias=True (the attention's projection biases must be applied), eval mode with
     dropout 0.5 (no dropout then),
     and train mode with dropout 0.5 and 0.2 (same random seed as the reference, so the
     dropout masks must fall where the reference's do). Forward must leave the block's
@@ -714,6 +759,10 @@ def check_pre_norm_block(cls):
                         "X of shape (2, 6, 16) with valid_lens [3, 6]", renew)
     _expect_eval_output(block, ref, X, None, "X of shape (2, 6, 16) with valid_lens=None",
                         renew, diagnose=False)
+    # an example of length 0 (no valid key): the masked softmax gives it zero weights
+    _expect_eval_output(block, ref, X, torch.tensor([6, 0]), "X of shape (2, 6, 16) with "
+                        "valid_lens [6, 0] (the second example has no valid key: the "
+                        "chapter's masked_softmax gives it zero attention weights)", renew)
     # new values of the same shape: a block that keeps LN1(X) or lengths between calls
     X2 = 3 + 2 * torch.randn(2, 6, 16, generator=g)
     _expect_eval_output(block, ref, X2, valid_lens, "a second X of shape (2, 6, 16) (new "
@@ -744,6 +793,7 @@ def check_pre_norm_block(cls):
 
     _expect_large_mean(block, ref, valid_lens)
     _expect_float64(cls, X, valid_lens)
+    _expect_with_biases(cls, X, valid_lens)
 
     p = 0.5
     block, ref = _blocks(cls, p)
@@ -936,6 +986,17 @@ def _expect_float64(cls, X, valid_lens):
         _diagnose_float64(ref, X, valid_lens, out, expected, case, hint)
         expect_close(out, expected, what="the block's output", case=case,
                      atol=1e-8, rtol=1e-8, hint=_FORMULA)
+
+
+def _expect_with_biases(cls, X, valid_lens):
+    """A block built with use_bias=True (as BERTModel builds its blocks): the attention's
+    four projections have biases, which the block must apply (through self.attention)."""
+    block, ref = _blocks(cls, 0.0, use_bias=True)
+    block.eval(), ref.eval()
+    _expect_eval_output(block, ref, X, valid_lens, "X of shape (2, 6, 16) with valid_lens "
+                        f"[6, 3], a block built as {_args(ref, 'PreNormEncoderBlock')} (the "
+                        "attention's projections have biases)",
+                        lambda: _learner_block(cls, ref))
 
 
 def _own_norm(ln, eps_on_std=False, eps=True):

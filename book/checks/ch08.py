@@ -97,7 +97,15 @@ are seeded first, so the verdict is the same on every run) and tests, on the poo
   one more call, vocabulary of 200 ordinary
     ids, 20,000 rows (about 6,700 random
     replacements): every id drawn               -              1.0e-12 (union bound)
-  total                                                        < 7.9e-7, below one in a
+  choices and [MASK] decisions of rows i and
+    i + s, same column, for every lag s (the
+    main calls' 12,000 rows and the 120,000-row
+    call; the 8 most ordinary columns)          |z| > 8        4 x 1.3e-9 (normal, x 8.6
+                                                               Edgeworth, x 2 x lags)
+  100 calls on one batch of 4 x 32 ordinary
+    tokens: two or more pairs of calls with
+    the same masking                            -              < 1e-26
+  total                                                        < 8.0e-7, below one in a
                                                                million
 
 Seeding inside the function (torch.manual_seed, a torch.Generator's manual_seed, numpy's
@@ -443,6 +451,9 @@ def check_mlm_masking(fn):
     # row, replacements drawn from the batch's ids only.
     _check_calls_independent(results, tokens, vocab)
     _check_rows_drawn_apart(labelled, tokens.shape[0])
+    _check_rows_independent(labelled, ordinary, to_mask, f"the {CALLS} calls on {case} "
+                            "(their rows one after the other)",
+                            columns=ordinary.sum(0).topk(ROW_COLUMNS).indices.sort().values)
     _check_no_cap_per_row(rows_c, rows_m, pooled)
     _check_replacements_from_the_whole_vocabulary(fn, tokens, log)
     # Inputs the main batch does not hold, and what a tiny vocabulary shows.
@@ -456,6 +467,41 @@ def check_mlm_masking(fn):
     # Last, so that the random draws of the calls above stay as they were before round 11.
     _check_nothing_to_choose(fn, vocab)
     _check_every_id_drawn(fn)  # round 12, after all the others for the same reason
+    _check_maskings_vary(fn, vocab)  # round 13, last for the same reason
+
+
+REPEAT_CALLS = 100  # calls on one small batch: a right solution never repeats a masking
+
+
+def _check_maskings_vary(fn, vocab):
+    """REPEAT_CALLS calls on one batch of 4 x 32 ordinary tokens: each gives a masking
+    (inputs and labels) of its own. Two independent maskings of one position agree with
+    probability c = 0.85^2 + 0.12^2 + (0.015 (1 + 1/60))^2 + 59 (0.015 / 60)^2 = 0.7371
+    (not chosen, [MASK], unchanged or the same random token), of all 128 positions
+    c^128 = 1.1e-17: over the 4,950 pairs of calls, two or more coinciding pairs have
+    probability below 1e-26. A private generator seeded from a few random bits (one byte:
+    256 seeds) has only that many maskings of a batch: 100 calls give about 19 coinciding
+    pairs (fewer than 2 with probability 1e-7); a 32-bit seed gives 2 with probability
+    below 1e-12."""
+    g = torch.Generator().manual_seed(21)
+    tokens = torch.randint(vocab.num_specials, len(vocab), (4, 32), generator=g)
+    case = "a batch of 4 rows of 32 ordinary tokens, called repeatedly"
+    seen = {}
+    for number in range(REPEAT_CALLS):
+        inputs, labels = _one_call(fn, tokens, vocab, case)
+        key = (inputs.numpy().tobytes(), labels.numpy().tobytes())
+        seen[key] = seen.get(key, 0) + 1
+    pairs = sum(count * (count - 1) // 2 for count in seen.values())
+    if pairs >= 2:
+        fail(f"{REPEAT_CALLS} calls of mask_tokens on one batch of 4 x 32 ordinary tokens "
+             f"gave only {len(seen)} different maskings ({pairs} pairs of calls gave the "
+             "same inputs and labels); independent draws on 128 positions repeat a masking "
+             "with probability about 1e-17 per pair: your draws come from a small set of "
+             "random streams (a generator seeded with a few random bits, such as one random "
+             "byte), so over many epochs the model sees only a few maskings of each batch.",
+             "draw from torch's global generator (torch.rand, torch.randint), which the "
+             "caller seeds with book.set_seed; a generator of your own needs a seed of full "
+             "size, e.g. int(torch.randint(2**62, ())), not a byte or a few bits.")
 
 
 def _check_every_id_drawn(fn):
@@ -909,6 +955,9 @@ def _check_split_precisely(fn, vocab):
     _check_replacement_pairs(inputs, to_random, vocab, case)
     _check_replacements_apart_from_neighbours(inputs, labelled, to_random, vocab, case)
     _check_replacements_uniform(inputs, tokens, to_random, vocab, case)
+    ordinary = tokens >= vocab.num_specials
+    _check_rows_independent(labelled, ordinary, labelled & (inputs == vocab.mask), case,
+                            columns=ordinary.sum(0).topk(ROW_COLUMNS).indices.sort().values)
 
 
 UNIFORM_TAIL = 1e-12  # the uniformity test's cut-off: the chi-square tail of a right solution
@@ -1279,6 +1328,77 @@ def _check_rows_drawn_apart(labelled, num_rows):
                  "(torch.rand(tokens.shape)), not one row's draws repeated.")
 
 
+ROW_TOLERANCE = 8.0     # the largest z-score over every lag between rows (see below)
+ROW_MIN_PAIRS = 2000    # lags with fewer pairs of positions are not scored
+ROW_COLUMNS = 8         # the columns scored (those with the most ordinary positions)
+
+
+def _row_lag_scores(events, trials):
+    """For each lag s (0 .. R - 1) between rows: a z-score of the association, column by
+    column, between the positions of row i and of row i + s, and the number of those pairs.
+    events[i, j] (chosen, or made [MASK]) is a Bernoulli of probability p_j, the pooled
+    share of column j, wherever trials[i, j] (an ordinary position, or a chosen one) holds.
+    With x = events - p_j trials, independent rows give sum_i,j x[i, j] x[i + s, j] mean
+    0 and variance sum_i,j v[i, j] v[i + s, j], v = p_j (1 - p_j) trials: z_s is their
+    ratio. Every lag at once from autocorrelations along the rows (FFTs, zero-padded)."""
+    events, trials = events.double().T, trials.double().T          # (columns, R)
+    p = events.sum(1) / trials.sum(1).clamp(min=1)
+    x = events - p[:, None] * trials
+    n, R = x.shape
+    size = 1 << (2 * R - 1).bit_length()
+    f = torch.fft.rfft(torch.cat([x, trials]), n=size, dim=1)
+    power = f.real ** 2 + f.imag ** 2
+    spectra = torch.stack([power[:n].sum(0), (power[n:] * ((p * (1 - p)) ** 2)[:, None]).sum(0),
+                           power[n:].sum(0)])
+    num, den, pairs = torch.fft.irfft(spectra, n=size, dim=1)[:, :R]
+    pairs = pairs.round()
+    z = torch.where((pairs >= ROW_MIN_PAIRS) & (den > 0), num / den.clamp(min=1e-300).sqrt(),
+                    torch.zeros_like(num))
+    z[0] = 0.0
+    return z, pairs
+
+
+def _check_rows_independent(labelled, ordinary, to_mask, case, columns=None):
+    """Each row draws apart from every other: the position in column j of row i is chosen,
+    and made [MASK], independently of the same column of row i + s, for every lag s (on
+    `columns` only, if given: the check scores the ROW_COLUMNS columns with the most
+    ordinary positions, which keeps the FFTs cheap; a shared draw shows in any of them). Rows that share their draws (rows in pairs: row 2k + 1
+    reusing row 2k's uniforms; a table of uniforms for at most 65,536 rows repeated down a
+    longer batch) tie some lag together: its z-score is then in the hundreds. A right
+    solution's z-score at each lag is a sum of at least ROW_MIN_PAIRS = 2,000 products of
+    independent centred Bernoullis (skewness of a product at most 3.9, of the sum at most
+    0.09), close to a standard normal: the first Edgeworth term multiplies the tail beyond
+    8 by at most 1 + 0.09 x 8 x 63 / 6 = 8.6, so with one test per lag the false failure is
+    below 2 x 120,000 x 8.6 x P(N > 8) = 1.3e-9 for each of the four tests (choice and
+    [MASK] decision, on the main calls and on the 120,000-row call)."""
+    if columns is not None:
+        labelled, ordinary, to_mask = labelled[:, columns], ordinary[:, columns], \
+            to_mask[:, columns]
+    for events, trials, what, share, hint in (
+            (labelled, ordinary, "chosen", P_CHOOSE,
+             "draw one random number per position of the whole batch, "
+             "torch.rand(tokens.shape) < 0.15: no draws shared between rows (rows in pairs "
+             "or groups, or a table of rows repeated down a long batch)."),
+            (to_mask, labelled, "made [MASK]", P_MASK,
+             "draw the 80/10/10 decision for each position of the whole batch on its own, "
+             "torch.rand(tokens.shape): no uniforms shared between rows (rows in pairs or "
+             "groups, or a table of rows repeated down a long batch).")):
+        z, pairs = _row_lag_scores(events, trials)
+        lag = int(z.abs().argmax())
+        if z[lag].abs() <= ROW_TOLERANCE:
+            continue
+        first = events[:-lag] & trials[lag:]
+        again = (first & events[lag:]).sum().item() / max(first.sum().item(), 1)
+        direction = "more" if z[lag] > 0 else "less"
+        fail(f"on {case}, the rows are not drawn independently: of the positions "
+             f"{what} in a row (where the row {lag:,} further down has "
+             f"{'an ordinary token' if what == 'chosen' else 'a chosen position'} in the "
+             f"same column), {again:.1%} are {what} there too, where independent draws "
+             f"give {share:.0%} ({int(pairs[lag]):,} pairs, z-score {z[lag]:.1f}, tolerance "
+             f"{ROW_TOLERANCE} over every distance between rows): rows {lag:,} apart are "
+             f"{what} together {direction} often than chance.", hint)
+
+
 def _check_every_ordinary_id_chosen(T, labelled, vocab):
     """An id that occurs MIN_OCCURRENCES times or more is chosen at least once, except with
     probability 0.85^300 < 1e-21."""
@@ -1519,11 +1639,14 @@ def _building_refused():
 def check_bert_param_count(fn):
     """Check `fn(vocab_size, num_hiddens, ffn_num_hiddens, num_blks, max_len)` -> int, the
     number of parameters of book.bert.BERTModel, against the model itself (meta device), on
-    six configurations, the last above 2^31 parameters (a count in int32 overflows there); a
-    wrong count is matched against the usual slips on all six (every slip that fits is
-    named). Then num_blks=0 (the model builds; max(num_blks, 1) is named), and more
-    configurations and the six again (a count that keeps state)."""
-    cases = [(100, 16, 40, 1, 20), (500, 32, 64, 3, 64), (1293, 128, 256, 2, 64),
+    seven configurations, one with an odd num_hiddens (15: BERTModel builds it with 1, 3 or
+    5 heads; a count that divides num_hiddens by 4 heads or 2 is off there), the last above
+    2^31 parameters (a count in int32 overflows there); a wrong count is matched against
+    the usual slips on all seven (every slip that fits is named). Then num_blks=0 (the
+    model builds; max(num_blks, 1) is named), and more configurations and the seven again
+    (a count that keeps state)."""
+    cases = [(100, 16, 40, 1, 20), (100, 15, 40, 2, 20), (500, 32, 64, 3, 64),
+             (1293, 128, 256, 2, 64),
              (30522, 768, 3072, 12, 512), (30522, 1024, 4096, 24, 512),
              (250000, 4096, 16384, 48, 2048)]
     expected = [_reference_param_count(*c) for c in cases]
@@ -1580,8 +1703,16 @@ def check_bert_param_count(fn):
     slips = _named_slips(got, cases)
     slips = slips if len(slips) <= 3 else []  # too many ways to get there: say nothing
     direction = f"{-diff:,} too few" if diff < 0 else f"{diff:,} too many"
+    odd = [c for c, g, w in zip(cases, got, expected) if g != w]
     hint = (f"on all {len(cases)} configurations your count equals a count that "
             + "; or one that ".join(slips) + "." if slips else
+            f"your count is right on every configuration whose num_hiddens is a multiple of "
+            f"4 and wrong on num_hiddens={odd[0][1]}: it rounds num_hiddens down somewhere "
+            "(num_hiddens // 4 columns for each of 4 heads, or a LayerNorm counted as "
+            "halves, num_hiddens // 2). BERTModel's attention projections are num_hiddens x "
+            "num_hiddens (plus num_hiddens biases) whatever the number of heads, and a "
+            "LayerNorm has 2 x num_hiddens parameters; keep the count in whole num_hiddens."
+            if all(c[1] % 4 for c in odd) else
             "count part by part: embeddings (token, segment, position, LayerNorm), num_blks x "
             "(attention 4(H^2+H), FFN H*F+F + F*H+H, two LayerNorms 2 x 2H), pooler H^2+H, MLM "
             "head (H^2+H, LayerNorm 2H, H*V+V), NSP head 2H+2.")
