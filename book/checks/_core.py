@@ -233,9 +233,10 @@ def call(fn, *args, name="your function", case="", hint_on_error=None, inplace_h
         failure = (f"{name} raised {type(error).__name__}: {error}\n  on {case or 'the test input'}"
                    f"{_learner_line(error)}", hint)
     else:
-        _expect_caller_state_kept(fn, state, name, case)
+        _expect_caller_state_kept(fn, state, name, case, arguments=False)
         _expect_no_inference_tensors(result, name, case)
         expect_unchanged(fn, before, args, kwargs, name=name, case=case, hint=inplace_hint)
+        _expect_caller_state_kept(fn, state, name, case)  # after: x.copy_(y) is told in place
         _expect_earlier_results_kept(name, case)
         _remember(result, before, case)
         return result
@@ -275,7 +276,7 @@ CALLER_STATE_HINT = (
     "torch.set_default_dtype.")
 
 
-def _expect_caller_state_kept(fn, state, name, case):
+def _expect_caller_state_kept(fn, state, name, case, arguments=True):
     __tracebackhide__ = True
     default, tensors = state
     now = torch.get_default_dtype()
@@ -284,7 +285,7 @@ def _expect_caller_state_kept(fn, state, name, case):
         fail(f"{name} changed torch's default dtype from {default} to {now} (set_default_dtype) "
              f"on {case or 'the test input'} and left it so: every later torch.zeros or "
              "torch.randn of the caller comes out in the wrong dtype.", CALLER_STATE_HINT)
-    for key, path, t, requires_grad, grad, grad_copy, hooks in tensors:
+    for key, path, t, requires_grad, grad, grad_copy, hooks in tensors if arguments else ():
         label = f"`{_argument_name(fn, key)}{path}`"
         what = ("its requires_grad from {} to {}".format(requires_grad, t.requires_grad)
                 if t.requires_grad != requires_grad else
