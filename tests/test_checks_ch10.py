@@ -555,8 +555,10 @@ def rope_bfloat16_trig_cached(x, positions):  # wrong: cos and sin cached after 
 
 def test_apply_rope_round8_float32_after_bfloat16():
     _bfloat16_trig.clear()
+    # Since round 13 the float64 gradient case (after the bfloat16 calls) meets the stale
+    # bfloat16 tables first: the gradient is 0.006 off there.
     rejects(checks.check_apply_rope, rope_bfloat16_trig_cached,
-            "float32, after a bfloat16 call", "rounded to torch.bfloat16")
+            "the gradient with respect to x is wrong on float64 x")
 
 
 def test_alibi_round8_state_and_huge_numbers_above_the_diagonal():
