@@ -286,7 +286,8 @@ def W_21_lru_cache_mask_on_lens(X, valid_lens):
     return torch.softmax(X.masked_fill(~keep, torch.finfo(X.dtype).min), -1) * keep
 
 
-def O_22_float64_inside_int32_lens(X, valid_lens):
+# Renamed O_22 -> W_ after round 13: lengths cast to int32: a legal length of 4294967298 wraps to 2 (round 13's int16/int32 wrap, ruled wrong).
+def W_22_float64_inside_int32_lens(X, valid_lens):
     # float64 internally (then cast back), lengths cast to int32 first
     if valid_lens is None:
         return torch.softmax(X.double(), dim=-1).to(X.dtype)
