@@ -257,7 +257,9 @@ def W_18_weights_returned_before_zeroing(decoder, token, hidden_state, enc_outpu
     return _finish(decoder, token, hidden_state, ctx, w0)
 
 
-def O_19_lens_as_float_compare(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+# Renamed O_ -> W_ after round 13: positions and lengths in float16 are wrong past 2048 encoder
+# steps, which round 13's case of 4099 steps now reaches (round 13's W_10).
+def W_19_lens_as_float_compare(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
     """Lengths compared after a float16 cast: wrong once enc_steps passes 2048 (never)...
     and also uses <= len - 0.5 which is fine: a control that should PASS if lens are ints."""
     s = _scores(decoder, hidden_state[-1], enc_outputs)
