@@ -643,7 +643,12 @@ def _check_rope_float64_gradient(fn, x, positions):
     if grad is None or not torch.allclose(grad, want, atol=1e-5, rtol=1e-5):
         size = "none" if grad is None else f"{(grad - want).abs().max().item():.3g} off"
         fail(f"the gradient with respect to x is wrong on {case}: {size} (the float64 "
-             "reference's rotation by -angle of the upstream gradient).", hint)
+             "reference's rotation by -angle of the upstream gradient).",
+             hint if grad is None else
+             "the backward pass of a float64 call rotates with other angles than the "
+             "reference's: compute cos and sin for this call, in float32 or better (a table "
+             "kept from an earlier bfloat16 or float16 call is rounded), and keep them in the "
+             "graph's computation, not a copy made under torch.no_grad().")
 
 
 def _check_rope_odd(fn):
