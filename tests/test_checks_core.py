@@ -485,10 +485,10 @@ def _decorated(s, v):
     (_graph_only_for_s, "only `v` requiring grad (argument 2"),
     (_draws, "drew from torch's global random generator"),
     (_default_dtype, "changed torch's default dtype from torch.float32 to torch.float64"),
-    (_requires_grad, "changed its requires_grad from False to True of the argument `s`"),
-    (_hooked, "changed its hooks (it had 0, now 1: register_hook) of the argument `s`"),
-    (_grad_cleared, "changed its .grad (the gradient the caller had accumulated)"),
-    (_grad_zeroed, "changed its .grad (the gradient the caller had accumulated)"),
+    (_requires_grad, "changed the requires_grad of the argument `s` from False to True"),
+    (_hooked, "changed the hooks of the argument `s` (it had 0, now 1: register_hook)"),
+    (_grad_cleared, "changed the .grad of the argument `s` (the gradient the caller had accumulated)"),
+    (_grad_zeroed, "changed the .grad of the argument `s` (the gradient the caller had accumulated)"),
     (_decorated, "returned an inference tensor"),
 ])
 def test_round13_side_effects_and_modes_are_rejected(fn, fragment):

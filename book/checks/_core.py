@@ -287,15 +287,14 @@ def _expect_caller_state_kept(fn, state, name, case, arguments=True):
              "torch.randn of the caller comes out in the wrong dtype.", CALLER_STATE_HINT)
     for key, path, t, requires_grad, grad, grad_copy, hooks in tensors if arguments else ():
         label = f"`{_argument_name(fn, key)}{path}`"
-        what = ("its requires_grad from {} to {}".format(requires_grad, t.requires_grad)
-                if t.requires_grad != requires_grad else
-                "its .grad (the gradient the caller had accumulated)" if _grad(t) is not grad
-                or (grad is not None and not _same(grad, grad_copy))
-                else f"its hooks (it had {hooks}, now {_hooks(t)}: register_hook)"
-                if _hooks(t) != hooks else None)
+        what = (f"the requires_grad of the argument {label} from {requires_grad} to "
+                f"{t.requires_grad}" if t.requires_grad != requires_grad else
+                f"the .grad of the argument {label} (the gradient the caller had accumulated)"
+                if _grad(t) is not grad or (grad is not None and not _same(grad, grad_copy))
+                else f"the hooks of the argument {label} (it had {hooks}, now {_hooks(t)}: "
+                "register_hook)" if _hooks(t) != hooks else None)
         if what:
-            fail(f"{name} changed {what} of the argument {label} on "
-                 f"{case or 'the test input'}.", CALLER_STATE_HINT)
+            fail(f"{name} changed {what} on {case or 'the test input'}.", CALLER_STATE_HINT)
 
 
 def _expect_no_inference_tensors(result, name, case):
