@@ -270,6 +270,17 @@ def test_float64_gradients_are_held_to_float64_accuracy():
             "from the float64 reference")
     accepts(check, torch.tanh)
 
+    @checker("float64 gradient, float32 steps allowed")
+    def check_waived(fn):
+        x = torch.linspace(-1, 1, 7, dtype=torch.float64)
+        expect_gradients(fn, torch.tanh, [("x", x)], name="fn", case="a float64 vector",
+                         atol=1e-6, rtol=1e-6, float64_accuracy=False)
+
+    accepts(check_waived, Float32Backward.apply)  # float32 accuracy is within 1e-6 here
+    rejects(check_waived, lambda x: torch.tanh(x.detach()), "no gradient can flow back")
+    rejects(check_waived, lambda x: torch.tanh(x) + 1e-3 * (x - x.detach()),
+            "the gradient with respect to x is wrong")
+
 
 def test_gradient_cases_are_rerun_in_half_precision():
     # round 10: .detach() only for float16/bfloat16 inputs passed every float32 gradient case
