@@ -18,6 +18,7 @@ import torch
 from nbclient import NotebookClient
 
 from book import checks
+from book.checks import _core
 from book.checks._core import checker
 from checkers_support import accepts, rejects, run
 from conftest import ROOT
@@ -511,3 +512,82 @@ def test_round13_side_effects_and_modes_are_rejected(fn, fragment):
 
 def test_round13_conditions_accept_a_right_two_argument_function():
     assert str(_weighted_check(_weighted_right)) == "weighted: all checks passed."
+
+
+# -- Round 14: torch's global switches, the three random generators, retain_grad, graphs ------
+# built under the caller's no_grad, and each dtype's values again under no_grad
+
+def _switch(turn):
+    def fn(s, v):
+        turn()
+        return _weighted_right(s, v)
+    return fn
+
+
+def _in_float32_without_grad(s, v):
+    if not torch.is_grad_enabled() and s.dtype == torch.float64:
+        return _weighted_right(s.float(), v.float()).double()
+    return _weighted_right(s, v)
+
+
+def _graph_under_no_grad(s, v):
+    with torch.enable_grad():
+        return _weighted_right(s, v) + torch.zeros((), requires_grad=True)
+
+
+def _retains(s, v):
+    if s.requires_grad and not s.is_leaf:
+        s.retain_grad()
+    return _weighted_right(s, v)
+
+
+def _numpy_draw(s, v):
+    import numpy
+    numpy.random.random()
+    return _weighted_right(s, v)
+
+
+def _python_draw(s, v):
+    import random
+    random.random()
+    return _weighted_right(s, v)
+
+
+def _reseeded(s, v):
+    torch.manual_seed(torch.initial_seed())  # a fresh seed: no draw, but a rewound stream
+    return _weighted_right(s, v)
+
+
+@pytest.mark.parametrize("fn, fragment", [
+    (_switch(lambda: torch.set_grad_enabled(True)), "changed autograd's grad mode"),
+    (_switch(lambda: torch.autograd.set_detect_anomaly(True)), "changed anomaly detection"),
+    (_switch(lambda: torch.set_flush_denormal(True)), "subnormal numbers to zero"),
+    (_switch(lambda: torch.set_num_threads(1)), "torch's number of threads"),
+    (_switch(lambda: torch.set_float32_matmul_precision("medium")), "matmul precision"),
+    (_switch(lambda: setattr(torch.backends.cudnn, "benchmark", True)),
+     "torch.backends.cudnn.benchmark"),
+    (_switch(lambda: torch.use_deterministic_algorithms(True)), "deterministic algorithms"),
+    (_numpy_draw, "drew from NumPy's global random generator"),
+    (_python_draw, "drew from Python's random module"),
+    (_reseeded, "drew from torch's global random generator (or seeded it)"),
+    (_retains, "a non-leaf tensor, to keep its .grad (retain_grad()"),
+    (_graph_under_no_grad, "returned a result that requires grad"),
+    (_in_float32_without_grad, "float64 arguments, again under torch.no_grad()"),
+])
+def test_round14_switches_generators_and_no_grad_paths_are_rejected(fn, fragment):
+    settings = [get() for _, get, _, _ in _core._SETTINGS]
+    with pytest.raises(checks.CheckFailed) as failure:
+        _weighted_check(fn)
+    assert fragment in str(failure.value), str(failure.value)
+    assert [get() for _, get, _, _ in _core._SETTINGS] == settings  # put back by the check
+
+
+def test_round14_a_random_checker_lets_its_function_draw():
+    @checker("draws", random=True)
+    def check(fn):
+        return _core.call(fn, torch.ones(3), name="draws")
+
+    numpy = pytest.importorskip("numpy")
+    assert check(lambda x: x * torch.rand(1) * numpy.random.random()) == "draws: all checks passed."
+    with pytest.raises(checks.CheckFailed, match="drew from torch's global random generator"):
+        _weighted_check(_draws)  # a deterministic checker still refuses a draw

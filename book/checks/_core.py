@@ -100,8 +100,10 @@ if not getattr(sys.excepthook, "book_checks", False):
 CHECK_SEED = 271828  # the global generators' seed during a check; no test data uses it
 
 @contextlib.contextmanager
-def seeded(seed=0):
-    """Seed torch's (CPU), Python's and NumPy's global generators; restore them afterwards."""
+def seeded(seed=0, advanced=False):
+    """Seed torch's (CPU), Python's and NumPy's global generators; restore them afterwards.
+    advanced=True: one draw from each after seeding, so that a function that re-seeds one
+    (torch.manual_seed(torch.initial_seed())) changes its state, and `call` can tell."""
     python_state = random.getstate()
     numpy = sys.modules.get("numpy")
     numpy_state = numpy.random.get_state() if numpy is not None else None
@@ -110,6 +112,8 @@ def seeded(seed=0):
         random.seed(seed)
         if numpy is not None:
             numpy.random.seed(seed)
+        if advanced:
+            torch.rand(1), random.random(), numpy is not None and numpy.random.random()
         try:
             yield
         finally:
@@ -126,19 +130,23 @@ class _Failures(list):
 _float64_failures = _Failures()  # float64-accuracy failures of the running check, told last
 
 
-def checker(name):
+def checker(name, random=False):
     """Decorate `check(fn, ...)`: seeded and isolated randomness, one short failure (no chained
     traceback), a checker-side crash turned into a message, and `passed(name)` on success.
     A float64-accuracy failure (expect_float64_accuracy) is reported only once every other
-    check has passed, so that a solution with another fault is told that one."""
+    check has passed, so that a solution with another fault is told that one.
+    random=False: the function is deterministic, and every `call` fails if it changed the state
+    of torch's, Python's or NumPy's global random generator (a draw, or a seed); random=True
+    (random masking, dropout in training) leaves that to the checker (`draws_allowed`)."""
     def decorate(check):
         @functools.wraps(check)
         def run(fn, *args, **kwargs):
             __tracebackhide__ = True
             outer = not getattr(_float64_failures, "active", False)
             try:
-                with seeded(CHECK_SEED), torch.inference_mode(False), torch.enable_grad(), \
-                        _results_kept(), _collecting(outer):
+                with seeded(CHECK_SEED, advanced=not random), torch.inference_mode(False), \
+                        torch.enable_grad(), _results_kept(), _collecting(outer), \
+                        draws_allowed(random):
                     result = check(fn, *args, **kwargs)
                     if outer and _float64_failures:
                         fail(*_float64_failures[0])
@@ -216,6 +224,7 @@ def call(fn, *args, name="your function", case="", hint_on_error=None, inplace_h
         fail(f"{name} should be a function (or class), got a {type(fn).__name__}.")
     before = _snapshot(args, kwargs)
     state = _caller_state(args, kwargs)
+    generators = None if _DRAWS.allowed else _generator_states()
     try:
         result = fn(*args, **kwargs)
     except CheckFailed:
@@ -234,6 +243,8 @@ def call(fn, *args, name="your function", case="", hint_on_error=None, inplace_h
                    f"{_learner_line(error)}", hint)
     else:
         _expect_caller_state_kept(fn, state, name, case, arguments=False)
+        if generators is not None:
+            _expect_no_draws(generators, name, case)
         _expect_no_inference_tensors(result, name, case)
         expect_unchanged(fn, before, args, kwargs, name=name, case=case, hint=inplace_hint)
         _expect_caller_state_kept(fn, state, name, case)  # after: x.copy_(y) is told in place
@@ -256,9 +267,111 @@ def _hooks(t):
 
 
 def _caller_state(args, kwargs):
-    return (torch.get_default_dtype(),
-            [(key, path, t, t.requires_grad, _grad(t), _copy(_grad(t)), _hooks(t))
-             for key, path, t in _tensors(args, kwargs)])
+    return ([get() for _, get, _, _ in _SETTINGS],
+            [(key, path, t, t.requires_grad, _grad(t), _copy(_grad(t)), _hooks(t),
+              t.retains_grad) for key, path, t in _tensors(args, kwargs)])
+
+
+# Added after red-team round 14: process-wide switches a function turned and left turned
+# (torch.set_grad_enabled(True) as a statement, set_detect_anomaly, set_flush_denormal, ...).
+# (words, get, set, what it does to the caller); default dtype first (its own message).
+def _flushes_denormals():
+    return bool((torch.full((1,), 1e-40) * 1.0).item() == 0.0)  # 1e-40 is subnormal in float32
+
+
+def _attribute(owner, name):
+    return (lambda: getattr(owner, name)), (lambda value: setattr(owner, name, value))
+
+
+_SETTINGS = [
+    ("torch's default dtype", torch.get_default_dtype, torch.set_default_dtype, ""),
+    ("autograd's grad mode (torch.set_grad_enabled)", torch.is_grad_enabled,
+     torch.set_grad_enabled,
+     "every later operation of the caller is recorded by autograd, or none is, whatever the "
+     "caller's own torch.no_grad() blocks say"),
+    ("anomaly detection (torch.autograd.set_detect_anomaly), as (enabled, check_nan)",
+     lambda: (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()),
+     lambda value: torch.set_anomaly_enabled(*value),
+     "every later backward() of the caller runs slowly and raises where it met a NaN"),
+    ("the flushing of subnormal numbers to zero (torch.set_flush_denormal)",
+     _flushes_denormals, torch.set_flush_denormal,
+     "every later computation of the caller turns numbers below 1.2e-38 into 0"),
+    ("deterministic algorithms (torch.use_deterministic_algorithms), as (enabled, "
+     "warn_only)", lambda: (torch.are_deterministic_algorithms_enabled(),
+                            torch.is_deterministic_algorithms_warn_only_enabled()),
+     lambda value: torch.use_deterministic_algorithms(value[0], warn_only=value[1]),
+     "every later operation of the caller without a deterministic kernel raises"),
+    ("torch's number of threads (torch.set_num_threads)", torch.get_num_threads,
+     torch.set_num_threads, "every later computation of the caller runs on other threads"),
+    ("torch's float32 matmul precision (torch.set_float32_matmul_precision)",
+     torch.get_float32_matmul_precision, torch.set_float32_matmul_precision,
+     "every later float32 matrix product of the caller may be computed with fewer digits"),
+    *[(f"torch.backends.{owner}.{attr}", *_attribute(module, attr),
+       "every later computation of the caller on a GPU takes other kernels")
+      for owner, module, attr in [
+          ("cudnn", torch.backends.cudnn, "enabled"),
+          ("cudnn", torch.backends.cudnn, "benchmark"),
+          ("cudnn", torch.backends.cudnn, "deterministic"),
+          ("cudnn", torch.backends.cudnn, "allow_tf32"),
+          ("cuda.matmul", torch.backends.cuda.matmul, "allow_tf32"),
+          ("cuda.matmul", torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction"),
+          ("cuda.matmul", torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction"),
+      ]],
+]
+if hasattr(torch, "get_default_device"):
+    _SETTINGS.append(("torch's default device (torch.set_default_device)",
+                      torch.get_default_device, torch.set_default_device,
+                      "every later torch.zeros or torch.randn of the caller lands there"))
+
+
+# -- The random generators of a deterministic function --------------------------------------
+# Round 13 found deterministic functions that drew from torch's global generator (checked in
+# expect_conditions then); round 14 found draws from NumPy's and Python's generators, and a
+# re-seed (torch.manual_seed(torch.initial_seed())) that a freshly seeded generator hid.
+# Every `call` inside a deterministic check (`checker(name)`, `draws_allowed(False)`) now
+# compares the three generators' states before and after.
+
+_DRAWS = types.SimpleNamespace(allowed=True)  # outside a check nothing is judged
+
+
+@contextlib.contextmanager
+def draws_allowed(allowed):
+    """Within this block, `call` lets the learner's function draw from (or seed) the global
+    random generators (allowed=True: random masking, dropout in training), or fails it."""
+    before, _DRAWS.allowed = _DRAWS.allowed, allowed
+    try:
+        yield
+    finally:
+        _DRAWS.allowed = before
+
+
+def _generator_states():
+    numpy = sys.modules.get("numpy")
+    return (torch.get_rng_state(), random.getstate(),
+            numpy.random.get_state() if numpy is not None else None)
+
+
+def _same_numpy_state(a, b):
+    return a is None or b is None or (a[0] == b[0] and a[2:] == b[2:]
+                                      and bool((a[1] == b[1]).all()))
+
+
+def _expect_no_draws(before, name, case):
+    __tracebackhide__ = True
+    after = _generator_states()
+    which = [words for words, same in [
+        ("torch's global random generator", torch.equal(before[0], after[0])),
+        ("Python's random module", before[1] == after[1]),
+        ("NumPy's global random generator", _same_numpy_state(before[2], after[2]))]
+        if not same]
+    if which:
+        fail(f"{name} drew from {' and '.join(which)} (or seeded it) on {case or 'the test input'} "
+             "(torch.rand, randn, randperm, dropout, random.random, np.random, manual_seed, "
+             "...): the result must not depend on chance, and a draw or a seed changes every "
+             "later random number of the caller, so that a seeded run no longer repeats.",
+             "use no randomness here: no random order, jitter or dropout, and no "
+             "torch.manual_seed, random.seed or np.random.seed either (a function leaves the "
+             "caller's random generators as it found them).")
 
 
 def _copy(t):
@@ -271,28 +384,38 @@ def _grad(t):
 
 CALLER_STATE_HINT = (
     "a function leaves what it was given as it found it: compute on new tensors (y = x * 1, "
-    "x.detach(), torch.where) instead of changing an argument's requires_grad, .grad or "
-    "hooks, and pass dtypes explicitly (torch.zeros(..., dtype=x.dtype)) instead of "
-    "torch.set_default_dtype.")
+    "x.detach(), torch.where) instead of changing an argument's requires_grad, .grad, hooks "
+    "or retain_grad, pass dtypes explicitly (torch.zeros(..., dtype=x.dtype)) instead of "
+    "torch.set_default_dtype, and leave torch's global switches alone (use `with "
+    "torch.no_grad():` blocks, which put the mode back, not torch.set_grad_enabled(False)).")
 
 
 def _expect_caller_state_kept(fn, state, name, case, arguments=True):
     __tracebackhide__ = True
-    default, tensors = state
-    now = torch.get_default_dtype()
-    if now != default:
-        torch.set_default_dtype(default)  # put it back, so that nothing else is affected
-        fail(f"{name} changed torch's default dtype from {default} to {now} (set_default_dtype) "
-             f"on {case or 'the test input'} and left it so: every later torch.zeros or "
-             "torch.randn of the caller comes out in the wrong dtype.", CALLER_STATE_HINT)
-    for key, path, t, requires_grad, grad, grad_copy, hooks in tensors if arguments else ():
+    settings, tensors = state
+    changed = [(setting, was, setting[1]()) for setting, was in zip(_SETTINGS, settings)]
+    changed = [(setting, was, now) for setting, was, now in changed if now != was]
+    for (_, _, put, _), was, _ in changed:
+        put(was)  # put every one back, so that nothing else is affected
+    for (words, _, _, effect), was, now in changed[:1]:
+        if words == "torch's default dtype":
+            fail(f"{name} changed torch's default dtype from {was} to {now} (set_default_dtype) "
+                 f"on {case or 'the test input'} and left it so: every later torch.zeros or "
+                 "torch.randn of the caller comes out in the wrong dtype.", CALLER_STATE_HINT)
+        fail(f"{name} changed {words} from {was} to {now} on {case or 'the test input'} and "
+             f"left it so: {effect}.", CALLER_STATE_HINT)
+    for key, path, t, requires_grad, grad, grad_copy, hooks, retains in \
+            tensors if arguments else ():
         label = f"`{_argument_name(fn, key)}{path}`"
         what = (f"the requires_grad of the argument {label} from {requires_grad} to "
                 f"{t.requires_grad}" if t.requires_grad != requires_grad else
                 f"the .grad of the argument {label} (the gradient the caller had accumulated)"
                 if _grad(t) is not grad or (grad is not None and not _same(grad, grad_copy))
                 else f"the hooks of the argument {label} (it had {hooks}, now {_hooks(t)}: "
-                "register_hook)" if _hooks(t) != hooks else None)
+                "register_hook)" if _hooks(t) != hooks else
+                f"the argument {label}, a non-leaf tensor, to keep its .grad (retain_grad(): "
+                "the caller's tensor then holds a gradient after every backward)"
+                if t.retains_grad != retains else None)
         if what:
             fail(f"{name} changed {what} on {case or 'the test input'}.", CALLER_STATE_HINT)
 
@@ -1035,7 +1158,8 @@ def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditio
                 ref_args = tuple(_rounded_like(r, a) for r, a in zip(ref_args, args))
             case = f"{words}, {condition.label}"
             if condition.same_tensors:  # a first call, then new values in the same tensors
-                call(fn, *args, name=name, case=f"{words} (a first call)")
+                with draws_allowed(random):
+                    call(fn, *args, name=name, case=f"{words} (a first call)")
                 with torch.no_grad():
                     for a, r in zip(args, ref_args):
                         if isinstance(a, torch.Tensor) and a.is_floating_point():
@@ -1043,17 +1167,9 @@ def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditio
                             r.copy_(a.detach().to(r.dtype))
             mode = (torch.inference_mode() if condition.inference else torch.no_grad()
                     if condition.no_grad else contextlib.nullcontext())
-            generator = torch.get_rng_state()
-            with mode:
+            with mode, draws_allowed(random):  # a draw fails inside call() unless random
                 result = call(fn, *args, name=name, case=case, hint_on_error=lambda error: (
                     INPLACE_ARGUMENT_HINT if "in-place" in str(error) else condition.hint))
-            if not random and not torch.equal(torch.get_rng_state(), generator):
-                fail(f"{name} drew from torch's global random generator on {case} "
-                     "(torch.rand, randn, randperm, dropout, ...): the result must not depend "
-                     "on chance, and a draw shifts every later random number of the caller, "
-                     "so that a seeded run no longer repeats.",
-                     "use no randomness here: no random order, jitter or dropout (and no "
-                     "torch.manual_seed either).")
             got = pick(result) if isinstance(result, (tuple, list)) or outputs else [result]
             want = pick(reference(*ref_args))
             if len(got) != len(want):
@@ -1061,9 +1177,43 @@ def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditio
             for out, ref in zip(got, want):
                 _expect_condition_output(out, ref, args, name, case, condition, atol, rtol,
                                          hint, new_tensor, exact)
+            if condition.no_grad or condition.inference:
+                _expect_no_graph(got, name, case)
             if leaves and condition.gradients and (dtype is None or dtype.is_floating_point):
                 _expect_condition_gradients(fn, got, want, leaves, ref_leaves, name, case,
                                             condition, atol, rtol, hint, exact)
+            if dtype is not None and dtype.is_floating_point and not (
+                    condition.no_grad or condition.inference):
+                # Added after red-team round 14: a path of its own under torch.no_grad()
+                # that computes float64 in float32 (or float16 through bfloat16) passed
+                # every float32 no_grad case: each dtype's values again, under no_grad.
+                again = f"{case}, again under torch.no_grad()"
+                plain = _map_tensors(args, lambda a: a.detach())
+                with torch.no_grad(), draws_allowed(random):
+                    result = call(fn, *plain, name=name, case=again)
+                got = pick(result) if isinstance(result, (tuple, list)) or outputs else [result]
+                if len(got) != len(want):
+                    fail(f"{name} returned {len(got)} tensor(s) on {again}; expected "
+                         f"{len(want)}.")
+                for out, ref in zip(got, want):
+                    _expect_condition_output(out, ref, plain, name, again, condition, atol,
+                                             rtol, hint, new_tensor, exact)
+                _expect_no_graph(got, name, again)
+
+
+def _expect_no_graph(outputs, name, case):
+    """Under torch.no_grad() or inference_mode, with no argument requiring grad, nothing of
+    the result may require grad (added after red-team round 14: torch.enable_grad() inside,
+    or a hidden tensor created with requires_grad=True, builds a graph the caller asked not
+    to build)."""
+    __tracebackhide__ = True
+    if any(isinstance(o, torch.Tensor) and o.requires_grad for o in outputs):
+        fail(f"{name} returned a result that requires grad on {case}, where no argument "
+             "requires grad and the caller turned autograd off: it records a graph of its "
+             "own, which the caller asked not to build (memory and time).",
+             "do not turn autograd on inside (torch.enable_grad(), torch.set_grad_enabled"
+             "(True)) and create no tensor with requires_grad=True: the caller decides "
+             "whether a graph is recorded.")
 
 
 def _expect_condition_output(out, ref, args, name, case, condition, atol, rtol, hint,

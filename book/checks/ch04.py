@@ -766,7 +766,7 @@ def _mask_too_short(weights, ref_weights, valid_lens, case):
          "torch.arange(enc_steps)[None, :] < enc_valid_lens[:, None].")
 
 
-@checker("bahdanau_step")
+@checker("bahdanau_step", random=True)  # attention dropout in training draws
 def check_bahdanau_step(fn):
     """Check `fn(decoder, token, hidden_state, enc_outputs, enc_valid_lens)`.
 

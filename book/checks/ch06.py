@@ -543,7 +543,7 @@ def _expect_half_gradient(cls, d):
                  "inf.")
 
 
-@checker("learned positional encoding")
+@checker("learned positional encoding", random=True)  # initialisation, dropout
 def check_learned_positional_encoding(cls, train=True):
     """Check a learned positional encoding class: the call and shape; a trainable table with
     one vector per position, added to X, as many as max_len (tried with 1200), a longer

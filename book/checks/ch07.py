@@ -724,7 +724,7 @@ def _expect_output(out, expected, case, atol, hint):
                      "computed in another precision." if small else ""))
     expect_close(out, expected, what="the block's output", case=case, atol=atol, hint=hint)
 
-@checker("PreNormEncoderBlock")
+@checker("PreNormEncoderBlock", random=True)  # initialisation, dropout
 def check_pre_norm_block(cls):
     """Check `cls(num_hiddens, ffn_num_hiddens, num_heads, dropout)`: a
     TransformerEncoderBlock whose forward is pre-LayerNorm, X + Dropout(Sublayer(LN(X))),

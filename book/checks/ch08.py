@@ -302,7 +302,7 @@ def _rate_fail(what, seen, expected, total, tolerance, hint):
          f"is {tolerance}).", hint)
 
 
-@checker("mask_tokens")
+@checker("mask_tokens", random=True)
 def check_mlm_masking(fn):
     """Check `fn(tokens, vocab)` -> (inputs, labels), BERT's masking: the rates, the
     independence of the choices within rows and between calls, the 80/10/10 decision per
@@ -1635,7 +1635,7 @@ def _building_refused():
             (bert.MaskLM, "__init__"), (transformer.TransformerEncoderBlock, "__init__")]
 
 
-@checker("bert_param_count")
+@checker("bert_param_count", random=True)  # a model built to count draws
 def check_bert_param_count(fn):
     """Check `fn(vocab_size, num_hiddens, ffn_num_hiddens, num_blks, max_len)` -> int, the
     number of parameters of book.bert.BERTModel, against the model itself (meta device), on
