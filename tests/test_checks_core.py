@@ -591,3 +591,38 @@ def test_round14_a_random_checker_lets_its_function_draw():
     assert check(lambda x: x * torch.rand(1) * numpy.random.random()) == "draws: all checks passed."
     with pytest.raises(checks.CheckFailed, match="drew from torch's global random generator"):
         _weighted_check(_draws)  # a deterministic checker still refuses a draw
+
+
+def test_round14_a_random_function_must_repeat_from_a_seed():
+    @checker("repeat", random=True)
+    def check(fn):
+        _core.expect_repeatable(fn, torch.ones(50), name="masking", case="50 ones")
+
+    def right(x):
+        return x * (torch.rand_like(x) < 0.5)
+
+    def reseeds_after(x):
+        out = right(x)
+        torch.seed()  # from the clock
+        return out
+
+    def python_reseeded(x):
+        out = right(x)
+        random.seed()
+        return out
+
+    private = torch.Generator()
+    private.seed()
+
+    def own_generator(x):
+        return x * (torch.rand(x.shape, generator=private) < 0.5)
+
+    assert check(right) == "repeat: all checks passed."
+    rejects(check, reseeds_after, "draws next from torch's global random generator",
+            "torch.seed()")
+    rejects(check, python_reseeded, "Python's random module")
+    rejects(check, own_generator, "gave two different results", "a seeded run does not repeat")
+    with pytest.raises(checks.CheckFailed, match="changed the requires_grad"):
+        check(lambda x: (x.requires_grad_(), right(x))[1])
+    with pytest.raises(checks.CheckFailed, match="subclass of torch.Tensor"):
+        check(lambda x: right(x).as_subclass(type("Mask", (torch.Tensor,), {})))

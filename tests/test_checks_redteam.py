@@ -9,7 +9,7 @@ import pytest
 
 from checkers_support import accepts, redteam_params, rejects
 
-ROUNDS = [f"round{n}" for n in range(4, 14)]
+ROUNDS = [f"round{n}" for n in range(4, 15)]
 WRONG = [p for r in ROUNDS for p in redteam_params(r, ("W_",))]
 RIGHT = [p for r in ROUNDS for p in redteam_params(r, ("C_", "O_"))]
 

@@ -345,6 +345,43 @@ def draws_allowed(allowed):
         _DRAWS.allowed = before
 
 
+def expect_repeatable(fn, *args, name, case, seed=14):
+    """For a random function (masking, dropout; its checker is `checker(name, random=True)`):
+    called twice from the same seed of the global generators, its results and the random
+    numbers the caller draws next must repeat (added after red-team round 14: right masks,
+    then torch.seed(), random.seed() or np.random.seed() with no argument, which re-seed
+    from the clock, so that `book.set_seed` no longer makes the caller's run repeat)."""
+    __tracebackhide__ = True
+    numpy = sys.modules.get("numpy")
+    runs = []
+    for _ in range(2):
+        with seeded(seed), draws_allowed(True):
+            result = call(fn, *args, name=name, case=case)
+            following = (torch.rand(3), random.random(),
+                         numpy.random.random() if numpy is not None else None)
+        runs.append((_as_list(result) if isinstance(result, (tuple, list, torch.Tensor))
+                     else [result], following))
+    (first, after1), (second, after2) = runs
+    if not all(_same(a, b) if isinstance(a, torch.Tensor) else a == b
+               for a, b in zip(first, second)):
+        fail(f"{name} gave two different results on {case}, each called right after the "
+             "same seed of the global random generators (torch.manual_seed, random.seed, "
+             "np.random.seed): a seeded run does not repeat.",
+             "draw from torch's global generator (torch.rand, torch.randint, dropout, ...), "
+             "not from a generator of your own seeded from the clock or created at import.")
+    which = [words for words, same in [
+        ("torch's global random generator", torch.equal(after1[0], after2[0])),
+        ("Python's random module", after1[1] == after2[1]),
+        ("NumPy's global random generator", after1[2] == after2[2])] if not same]
+    if which:
+        fail(f"after {name} on {case}, the random numbers the caller draws next from "
+             f"{' and '.join(which)} are not the same in two runs from the same seed: it "
+             "re-seeded that generator from the clock (torch.seed(), random.seed() or "
+             "np.random.seed() with no argument), so that a seeded program no longer repeats.",
+             "draw what you need and leave the generators' seeds alone: no torch.seed(), "
+             "random.seed() or np.random.seed() inside the function.")
+
+
 def _generator_states():
     numpy = sys.modules.get("numpy")
     return (torch.get_rng_state(), random.getstate(),
@@ -422,8 +459,16 @@ def _expect_caller_state_kept(fn, state, name, case, arguments=True):
 
 def _expect_no_inference_tensors(result, name, case):
     """Added after red-team round 13: a function decorated with @torch.inference_mode()
-    returns right values that training cannot use (backward refuses inference tensors)."""
+    returns right values that training cannot use (backward refuses inference tensors).
+    Round 14: no tensor subclass either (one can answer every comparison: a mask whose
+    __eq__ or __torch_function__ says "equal")."""
     __tracebackhide__ = True
+    for t in result if isinstance(result, (tuple, list)) else [result]:
+        if isinstance(t, torch.Tensor) and type(t) not in (torch.Tensor, torch.nn.Parameter):
+            fail(f"{name} returned {_a(type(t).__name__)}, a subclass of torch.Tensor, on "
+                 f"{case or 'the test input'}; expected a plain torch.Tensor.",
+                 "return an ordinary tensor (torch.zeros, torch.tril, x * 1, ...): a "
+                 "subclass changes what every operation on it does.")
     if torch.is_inference_mode_enabled():
         return
     outputs = result if isinstance(result, (tuple, list)) else [result]
