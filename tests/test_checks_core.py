@@ -626,3 +626,24 @@ def test_round14_a_random_function_must_repeat_from_a_seed():
         check(lambda x: (x.requires_grad_(), right(x))[1])
     with pytest.raises(checks.CheckFailed, match="subclass of torch.Tensor"):
         check(lambda x: right(x).as_subclass(type("Mask", (torch.Tensor,), {})))
+
+
+def test_round14_gradients_reach_every_pair_of_three_arguments():
+    from book.checks._core import STANDARD, expect_conditions
+    g = torch.Generator().manual_seed(5)
+    cases = [("q (2, 3, 4), k (2, 5, 4), v (2, 5, 3)",
+              tuple(torch.randn(*s, generator=g) for s in [(2, 3, 4), (2, 5, 4), (2, 5, 3)]))]
+
+    def attention(q, k, v):
+        return _softmax_right(q @ k.transpose(1, 2)) @ v
+
+    @checker("attention")
+    def check(fn):
+        expect_conditions(fn, attention, cases, name="attention", differentiable=(0, 1, 2))
+
+    def keys_lost_without_queries(q, k, v):
+        return attention(q, k if q.requires_grad or not v.requires_grad else k.detach(), v)
+
+    assert check(attention) == "attention: all checks passed."
+    rejects(check, keys_lost_without_queries, "no gradient reaches `k` (argument 2)",
+            "only `k` and `v` requiring grad (arguments 2 and 3", "frozen weights")
