@@ -647,3 +647,15 @@ def test_round14_gradients_reach_every_pair_of_three_arguments():
     assert check(attention) == "attention: all checks passed."
     rejects(check, keys_lost_without_queries, "no gradient reaches `k` (argument 2)",
             "only `k` and `v` requiring grad (arguments 2 and 3", "frozen weights")
+
+
+def _grad_on_inside(s, v):
+    with torch.enable_grad():
+        return _weighted_right(s, v) * 1
+
+
+def test_round14_a_graph_built_inside_under_no_grad_is_rejected():
+    # arguments requiring grad (a model's weights) under the caller's no_grad: enable_grad
+    # inside records a graph anyway
+    rejects(_weighted_check, _grad_on_inside, "returned a result that requires grad",
+            "again under torch.no_grad()")

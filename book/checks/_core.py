@@ -1246,9 +1246,11 @@ def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditio
                     condition.no_grad or condition.inference):
                 # Added after red-team round 14: a path of its own under torch.no_grad()
                 # that computes float64 in float32 (or float16 through bfloat16) passed
-                # every float32 no_grad case: each dtype's values again, under no_grad.
+                # every float32 no_grad case: each dtype's values again, under no_grad,
+                # the arguments as they are (those requiring grad still do, as a model's
+                # weights do in evaluation: torch.enable_grad() inside shows then).
                 again = f"{case}, again under torch.no_grad()"
-                plain = _map_tensors(args, lambda a: a.detach())
+                plain = args
                 with torch.no_grad(), draws_allowed(random):
                     result = call(fn, *plain, name=name, case=again)
                 got = pick(result) if isinstance(result, (tuple, list)) or outputs else [result]
