@@ -1195,3 +1195,23 @@ def test_attention_step_rejects_a_no_grad_cache_keyed_on_the_first_key():
     rejects(checks.check_attention_step,
             redteam_entry("round13_ch09_attention_step", "W_15_cache_keyed_on_shape_and_first"),
             "share their first position", "sequence 1, step t=2", "the caller owns the cache")
+
+
+# -- Red-team round 14 (writer E) -------------------------------------------------------------
+
+
+def test_round14_top_p_result_requires_grad_under_no_grad():
+    # torch.enable_grad() inside: under the caller's no_grad, with logits requiring grad,
+    # the result carries a graph.
+    rejects(checks.check_top_p_filter,
+            redteam_entry("round14_ch09_top_p", "W_24_grad_mode_enable_inside_no_grad"),
+            "returned a result that requires grad", "called under torch.no_grad()",
+            "torch.enable_grad()")
+
+
+def test_round14_step_bfloat16_values_through_float16():
+    # bfloat16 q, k, v cast to float16 on the way: values beyond 65,504 become inf.
+    rejects(checks.check_attention_step,
+            redteam_entry("round14_ch09_attention_step", "W_13_bf16_via_float16"),
+            "values up to about 110,000", "got -inf", "q, k or v has entries up to",
+            "cast to float16 on the way")

@@ -863,3 +863,20 @@ def test_rope_rejects_float64_x_detached():
 def test_rope_rejects_a_fixed_number_of_axes():
     rejects(checks.check_apply_rope, redteam_entry("round13_ch10_rope3", "W_27_up_to_4d"),
             "(2, 2, 3, 5, 8)", "too many values to unpack", "any number of leading axes")
+
+
+# -- Red-team round 14 (writer E) -------------------------------------------------------------
+
+
+def test_round14_rope_result_requires_grad_under_no_grad():
+    rejects(checks.check_apply_rope,
+            redteam_entry("round14_ch10_rope", "W_21_grad_enable_inside"),
+            "returned a result that requires grad", "called under torch.no_grad()",
+            "torch.enable_grad()")
+
+
+def test_round14_alibi_grad_mode_left_on_under_no_grad():
+    # set_grad_enabled(False) ... set_grad_enabled(True): grad mode on in the caller's no_grad.
+    rejects(checks.check_alibi_bias,
+            redteam_entry("round14_ch10_alibi", "W_20_grad_mode_left_on"),
+            "autograd's grad mode", "called under torch.no_grad()")

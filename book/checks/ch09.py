@@ -247,8 +247,33 @@ def check_top_p_filter(fn):
             _expect_no_state(fn, logits, p, case)
             raise
     _check_top_p_gradient(fn)
+    _expect_no_graph_under_no_grad(
+        fn, (torch.tensor([[2.0, 1.0, 0.0, -1.0], [0.5, -0.5, 3.0, 0.0]]), 0.5),
+        "top_p_filter", "logits [[2, 1, 0, -1], [0.5, -0.5, 3, 0]] requiring grad, p=0.5, "
+        "called under torch.no_grad()")
     _top_p_matrix(fn)
     return passed("top_p_filter")
+
+
+def _expect_no_graph_under_no_grad(fn, args, name, case):
+    """Added after red-team round 14: called under the caller's torch.no_grad() with a
+    first argument that requires grad (a parameter, a tensor from a training step), nothing
+    of the result may require grad: no_grad records nothing, whatever the arguments. A
+    function that turns autograd back on inside (torch.enable_grad()) builds a graph the
+    caller asked not to build. (_core's no_grad conditions pass arguments without
+    requires_grad, where such a result cannot require grad.)"""
+    __tracebackhide__ = True
+    first = args[0].detach().clone().requires_grad_(True)
+    with torch.no_grad():
+        result = call(fn, first, *args[1:], name=name, case=case)
+    outputs = result if isinstance(result, (tuple, list)) else [result]
+    if any(isinstance(o, torch.Tensor) and o.requires_grad for o in outputs):
+        fail(f"{name} returned a result that requires grad on {case}: under torch.no_grad() "
+             "nothing is recorded, even when an argument requires grad, but your function "
+             "records a graph of its own, which the caller asked not to build (memory and "
+             "time).",
+             "do not turn autograd on inside (torch.enable_grad(), torch.set_grad_enabled"
+             "(True)): the caller decides whether a graph is recorded.")
 
 
 def _top_p_reference(logits, p):
@@ -780,8 +805,9 @@ def _step_cases():
          * torch.tensor([3.0, 2, 1])[:, None, None, None, None], torch.bfloat16, 1e-1),
         # bfloat16 has float32's range: q . k here (up to about 200,000) is beyond
         # float16's largest number. Computed in float16 it is inf, and the output NaN.
-        (f"bfloat16, q . k up to about 200,000, beyond float16's largest number "
-         f"{FLOAT16_MAX:,} (bfloat16, like float32, holds it)", _beyond_float16_in_bf16(),
+        (f"bfloat16, q . k up to about 200,000 and values up to about 110,000, beyond "
+         f"float16's largest number {FLOAT16_MAX:,} (bfloat16, like float32, holds them)",
+         _beyond_float16_in_bf16(),
          torch.bfloat16, 1e-1),
         # Zero rows are keys and values like any others (a solution that takes them for
         # padding and masks them is wrong): a zero key has score 0.
@@ -829,26 +855,36 @@ def _beyond_float16_in_bf16():
     (135,000 to 202,000) and every scaled score (67,000 to 101,000) is beyond float16's
     largest number, 65,504. The scores of one query differ by 6,000 or more: the attention
     is one-hot in float32 and in bfloat16 itself (which rounds numbers near 90,000 in steps
-    of 512), and the output is a value row, exact."""
+    of 512), and the output is a value row, exact. Round 14: the values' first feature is
+    beyond float16's range too (+-69,632 to +-109,568, multiples of 1,024, exact in
+    bfloat16), so that bfloat16 inputs cast to float16 (then float32) give inf or NaN."""
     g = torch.Generator().manual_seed(21)
     Q, K, V = torch.randn(3, 1, 2, 6, 4, generator=g)
     Q[..., 0] = 300 + 10 * torch.rand(1, 2, 6, generator=g)
     order = torch.stack([torch.randperm(6, generator=g) for _ in range(2)])   # (heads, n)
     K[..., 0] = 450.0 + 40 * order[None]
+    sign = torch.randint(0, 2, (1, 2, 6), generator=g) * 2 - 1
+    V[..., 0] = sign * (69632.0 + 1024 * torch.randint(0, 40, (1, 2, 6), generator=g))
     return Q, K, V
 
 
-def _bf16_beyond_float16(Q, K, t):
+def _bf16_beyond_float16(Q, K, t, V=None):
     """For bfloat16 inputs whose products q . k pass float16's largest number, the hint
     for a NaN or wrong output (computed in float16); otherwise ''."""
     if Q.dtype != torch.bfloat16:
         return ""
     raw = _raw_scores(Q, K, t).abs().max()
-    if raw <= FLOAT16_MAX:
+    entry = max(X[:, :, :t + 1].double().abs().max() for X in (Q, K, V) if X is not None)
+    if raw <= FLOAT16_MAX and entry <= FLOAT16_MAX:
         return ""
-    return (f"q . k reaches {raw.item():,.0f} here: beyond float16's largest number "
+    what = (f"q . k reaches {raw.item():,.0f}" if raw > FLOAT16_MAX else "")
+    if entry > FLOAT16_MAX:
+        what += (" and " if what else "") + (f"q, k or v has entries up to "
+                                             f"{entry.item():,.0f}")
+    return (f"{what} here: beyond float16's largest number "
             f"({FLOAT16_MAX:,}), well within bfloat16's and float32's range. Computed in "
-            "float16, the scores are inf and the output NaN (or, clamped, wrong): compute "
+            "float16 (or cast to float16 on the way), the scores or values are inf and the "
+            "output NaN (or, clamped, wrong): compute "
             "in float32 for bfloat16 inputs, as for float16 ones (q.float(), "
             "keys.float(), values.float()), and cast the output back to bfloat16.")
 
@@ -1380,7 +1416,7 @@ def _run_steps(fn, sequences, case, tol, start=0):
                 honest = torch.isnan(out).any(-1, keepdim=True) & _overflowing_rows(Q, K, t)
                 out = torch.where(honest, expected[s][:, :, t:t + 1].to(out.dtype), out)
             expect_tensor(out, (b, h, 1, hs), Q.dtype, what="the output", case=where,
-                          nan_hint=_nan_hint(out, Q, K, t))
+                          nan_hint=_nan_hint(out, Q, K, t, V))
             repeated = t > 0 and torch.equal(K[:, :, t], K[:, :, t - 1])
             for name, got, full in (("keys", keys, K), ("values", values, V)):
                 _expect_no_window(got, full, t, name, where)
@@ -1463,7 +1499,7 @@ def _run_steps(fn, sequences, case, tol, start=0):
                     hint = ((t >= LONG_PROMPT and _long_cache_hint(fn, Q, K, V, t))
                             or OWN_CACHE_HINT)
                 if hint.startswith("compute softmax"):
-                    hint = (_bf16_beyond_float16(Q, K, t)
+                    hint = (_bf16_beyond_float16(Q, K, t, V)
                             or _half_precision(out, Q, K, V, t, diff) or hint)
                 if overflow:
                     hint = overflow.format(f"; nan_to_num or a clamp turns every such "
@@ -1527,14 +1563,14 @@ def _expect_no_window(got, full, t, name, where):
              "a longer sequence.")
 
 
-def _nan_hint(out, Q, K, t):
+def _nan_hint(out, Q, K, t, V=None):
     """The hint for NaN in the output at step t: exp() overflowing, or, where the NaN rows'
     own scores are small but far below the largest score of the whole tensor, whole rows
     underflowing to 0 after subtracting one maximum for the whole tensor (0/0)."""
     hint = ("exp() overflows for large scores: subtract each row's maximum before exp, or "
             "use torch.softmax, which does.")
-    if _bf16_beyond_float16(Q, K, t):
-        return _bf16_beyond_float16(Q, K, t)
+    if _bf16_beyond_float16(Q, K, t, V):
+        return _bf16_beyond_float16(Q, K, t, V)
     if not (isinstance(out, torch.Tensor) and out.is_floating_point()
             and out.shape == Q[:, :, :1].shape):
         return hint

@@ -3,7 +3,11 @@ right (O_) and accepted-on-purpose (A_) solutions written from the exercise text
 copied from /work/redteam/round14/E/sols/ch09_attention_step.py (writer's note: Round 14, writer E, check_attention_step: one decoding step with a KV cache.).
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
 (must pass); A_ and S_ entries are not tested.
-Holes fixed: TODO
+Holes fixed: the snapshot accepted W_13 (bfloat16 q, k, v cast to float16 on the way):
+check_attention_step's bfloat16 case beyond float16's range now has values up to about
+110,000 too (exact in bfloat16): the output is -inf, rejected. W_14/W_15/W_25 (grad mode,
+manual_seed) are _core's. W_27 -> A_27 (bfloat16-rounded weights for float16: 2-7x a native
+float16 step's error, no clear case).
 """
 # flake8: noqa
 import math
@@ -296,8 +300,8 @@ def W_25_grad_enabled_when_caller_in_inference(q, k, v, past_keys, past_values):
 
 
 
-def W_27_softmax_dtype_half_for_bf16(q, k, v, past_keys, past_values):
-    """bfloat16: softmax computed in float32 but the weights rounded to bfloat16 before the
+def A_27_softmax_dtype_half_for_bf16(q, k, v, past_keys, past_values):
+    """Accepted (fixer, round 14; for the lead's ruling): for float16 inputs the weights rounded to bfloat16 are only 2-7x worse than a native float16 step (ruled right): batch 2, 2 heads, head size 4, 8 steps, values x 10, 8 seeds: native float16 0.006-0.022 max error, float32 0.004-0.007, this 0.027-0.067; no case separates them clearly (scores are float32 here, so close scores near 100 do not show it). bfloat16: softmax computed in float32 but the weights rounded to bfloat16 before the
     value product over thousands of positions (each weight ~ 2^-8 relative error)."""
     keys = torch.cat([past_keys, k], dim=2)
     values = torch.cat([past_values, v], dim=2)

@@ -3,7 +3,9 @@ right (O_) and accepted-on-purpose (A_) solutions written from the exercise text
 copied from /work/redteam/round14/E/sols/ch09_top_p.py (writer's note: Round 14, writer E, check_top_p_filter.).
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
 (must pass); A_ and S_ entries are not tested.
-Holes fixed: TODO
+Holes fixed: the snapshot accepted W_24 (torch.enable_grad() inside): check_top_p_filter now
+calls it under torch.no_grad() with logits requiring grad and rejects a result that requires
+grad. W_12/W_13 are _core's. W_10 -> A_10 (lead's ruling: `logits - inf` gradient).
 """
 # flake8: noqa
 import torch
@@ -100,8 +102,8 @@ def O_07_default_dtype_restored(logits, p):
 
 # ------------------------------------------------------------------------------ wrong
 
-def W_10_minus_inf_gradient_one(logits, p):
-    """Removed tokens written as logits - inf: forward -inf, but d out/d logits = 1 (not 0)
+def A_10_minus_inf_gradient_one(logits, p):
+    """Accepted (lead's ruling, round 14): a finite loss only reaches removed tokens through a softmax, where the gradient is 0 either way; only a loss on the filtered logits themselves would see the 1. Removed tokens written as logits - inf: forward -inf, but d out/d logits = 1 (not 0)
     at removed tokens, and -inf - inf... ; visible with out.masked_fill(out==-inf, 0).sum()."""
     keep = C_01_reference(logits.detach(), p) != float("-inf")
     return torch.where(keep, logits, logits - float("inf"))

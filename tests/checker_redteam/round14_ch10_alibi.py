@@ -3,7 +3,9 @@ right (O_) and accepted-on-purpose (A_) solutions written from the exercise text
 copied from /work/redteam/round14/E/sols/ch10_alibi_bias.py (writer's note: Round 14, writer E, check_alibi_bias.).
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
 (must pass); A_ and S_ entries are not tested.
-Holes fixed: TODO
+Holes fixed: the snapshot accepted W_20 (set_grad_enabled(False) ... (True)): check_alibi_bias
+now calls it once under torch.no_grad(), where _core's call() sees grad mode turned on.
+W_21 (manual_seed) is _core's.
 """
 # flake8: noqa
 import math

@@ -3,7 +3,9 @@ right (O_) and accepted-on-purpose (A_) solutions written from the exercise text
 copied from /work/redteam/round14/E/sols/ch10_apply_rope.py (writer's note: Round 14, writer E, check_apply_rope.).
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
 (must pass); A_ and S_ entries are not tested.
-Holes fixed: TODO
+Holes fixed: the snapshot accepted W_21 (torch.enable_grad() inside): check_apply_rope now
+calls it under torch.no_grad() with x requiring grad and rejects a result that requires
+grad. W_14/W_15 are _core's. W_22 -> A_22 (standing ruling: float64 in float32).
 """
 # flake8: noqa
 import math
@@ -216,8 +218,8 @@ def W_21_grad_enable_inside(x, positions):
         return C_01_reference(x, positions)
 
 
-def W_22_float32_result_for_float64(x, positions):
-    """float64 x computed and returned via float32 (upcast only to float32)."""
+def A_22_float32_result_for_float64(x, positions):
+    """Accepted (standing ruling): float64 x computed in float32 (float32 angles are the industry standard); |diff| 9.9e-9 at position 0. float64 x computed and returned via float32 (upcast only to float32)."""
     return C_01_reference(x.float(), positions).to(x.dtype) if x.dtype == torch.float64 else C_01_reference(x, positions)
 
 
