@@ -659,3 +659,15 @@ def test_round14_a_graph_built_inside_under_no_grad_is_rejected():
     # inside records a graph anyway
     rejects(_weighted_check, _grad_on_inside, "returned a result that requires grad",
             "again under torch.no_grad()")
+
+
+def test_round14_a_global_module_hook_left_registered_is_rejected_and_removed():
+    from torch.nn.modules import module
+
+    def hooked(s, v):
+        torch.nn.modules.module.register_module_forward_hook(lambda m, i, o: None)
+        return _weighted_right(s, v)
+
+    before = dict(module._global_forward_hooks)
+    rejects(_weighted_check, hooked, "torch.nn's global module hooks")
+    assert dict(module._global_forward_hooks) == before  # removed again by the check

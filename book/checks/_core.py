@@ -318,6 +318,29 @@ _SETTINGS = [
           ("cuda.matmul", torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction"),
       ]],
 ]
+def _global_module_hooks():
+    """torch.nn's global module hooks (register_module_forward_hook and the like): their
+    keys, and a setter that removes the ones added since."""
+    from torch.nn.modules import module
+    hooks = [getattr(module, n) for n in (
+        "_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+        "_global_backward_pre_hooks", "_global_module_registration_hooks",
+        "_global_parameter_registration_hooks", "_global_buffer_registration_hooks")
+        if isinstance(getattr(module, n, None), dict)]
+
+    def get():
+        return tuple(tuple(h) for h in hooks)
+
+    def put(keys):
+        for h, kept in zip(hooks, keys):
+            for key in [k for k in h if k not in kept]:
+                del h[key]
+    return get, put
+
+
+_SETTINGS.append(("torch.nn's global module hooks (register_module_forward_hook and the "
+                  "like; their keys)", *_global_module_hooks(),
+                  "every module the caller runs later calls the hook"))
 if hasattr(torch, "get_default_device"):
     _SETTINGS.append(("torch's default device (torch.set_default_device)",
                       torch.get_default_device, torch.set_default_device,
