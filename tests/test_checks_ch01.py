@@ -938,3 +938,42 @@ def test_round13_topk_messages_point_at_the_fault(name):
 
     rejects(checks.check_topk_attention_pool, redteam_entry("round13_ch01_topk", name),
             *ROUND13_TOPK_MESSAGES[name])
+
+
+ROUND14_TOPK_MESSAGES = {
+    "W_08_mask_from_float64_scores": ["[0.1, 0.2], [0.3, 0]", "in float32", "expected [2, 1]",
+                                      "recomputed in a higher precision",
+                                      "in their own dtype"],
+    "W_12_view_scores": ["raised RuntimeError", "returned transposed", "s.view(-1)",
+                         "the tensor score() returned", "not contiguous", ".reshape()"],
+}
+
+
+@pytest.mark.parametrize("name", ROUND14_TOPK_MESSAGES)
+def test_round14_topk_messages_point_at_the_fault(name):
+    from checkers_support import redteam_entry
+
+    rejects(checks.check_topk_attention_pool, redteam_entry("round14_ch01_topk", name),
+            *ROUND14_TOPK_MESSAGES[name])
+
+
+def test_round14_topk_bfloat16_rounding_tie_is_kept():
+    """The bfloat16 case of the rounding tie: a mask from float64 scores keeps one key."""
+    def float64_mask(queries, keys, values, score, k):
+        s = score(queries, keys)
+        s64 = score(queries.detach().double(), keys.detach().double())
+        keep = s64 >= s64.topk(k, dim=-1).values[:, -1:]
+        w = torch.softmax(s.masked_fill(~keep, float("-inf")), dim=-1)
+        return w @ values, w
+
+    def skip_float32(queries, keys, values, score, k):
+        if queries.dtype == torch.float32 and queries.shape == (2, 2) and keys.shape == (3, 2) \
+                and k == 1:
+            s = score(queries, keys)
+            kth = s.topk(k, dim=-1).values[:, -1:]
+            w = torch.softmax(s.masked_fill(s < kth, float("-inf")), dim=-1)
+            return w @ values, w
+        return float64_mask(queries, keys, values, score, k)
+
+    rejects(checks.check_topk_attention_pool, skip_float32, "in bfloat16", "expected [2, 1]",
+            "recomputed in a higher precision")

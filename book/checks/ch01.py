@@ -590,6 +590,7 @@ def _topk_cases():
         *_topk_cases_round10(),
         *_topk_cases_round11(),
         *_topk_cases_round13(),
+        *_topk_cases_round14(),
     ]
 
 
@@ -622,6 +623,51 @@ def _topk_cases_round13():
                       torch.tensor([[1.0], [below], [0.0]], dtype=dtype),
                       torch.randn(3, 2, generator=g, dtype=dtype), _dot, 1))
     return cases + _topk_large()
+
+
+def _transposed_dot(queries, keys):
+    """The dot score computed key-major and returned transposed: a (num_queries, num_keys)
+    tensor that is not contiguous in memory (a valid score; .view() on it raises)."""
+    return (keys @ queries.T).T
+
+
+def _topk_cases_round14():
+    """Added after red-team round 14: dot scores that tie exactly in the inputs' dtype
+    only through its rounding: the query [1, 1] and the keys [0.1, 0.2] and [0.3, 0] give
+    0.1 + 0.2 and 0.3, one number in float32 (and in bfloat16) but not in float64, k=1:
+    both keys are kept. A mask taken from scores recomputed in a higher precision
+    (score(queries.double(), keys.double())) keeps one. And a score returned transposed
+    (not contiguous): .view() on the scores raises."""
+    g = torch.Generator().manual_seed(140)
+    cases = []
+    for dtype in (torch.float32, torch.bfloat16):
+        name = str(dtype)[6:]
+        cases.append((f"2 queries [1, 1] and [0, 1], 3 keys [0.1, 0.2], [0.3, 0], [0, 0] in "
+                      f"{name}, k=1, the first query's dot scores [0.1 + 0.2, 0.3, 0]: the "
+                      f"first two are one {name} number (a tie in the inputs' dtype, although "
+                      "not in float64)",
+                      torch.tensor([[1.0, 1.0], [0.0, 1.0]], dtype=dtype),
+                      torch.tensor([[0.1, 0.2], [0.3, 0.0], [0.0, 0.0]], dtype=dtype),
+                      torch.randn(3, 2, generator=g).to(dtype), _dot, 1))
+    cases.append(("4 queries, 6 keys, k=2, dot score returned transposed, (keys @ "
+                  "queries.T).T (a score tensor that is not contiguous in memory)",
+                  *[torch.randn(n, d, generator=g) for n, d in ((4, 3), (6, 3), (6, 2))],
+                  _transposed_dot, 2))
+    return cases
+
+
+def _higher_precision_ties(kept, ref_kept, queries, keys, score, k):
+    """Added after red-team round 14: True if `kept` is the mask of the scores recomputed in
+    float64 (score(queries.double(), keys.double())), where that differs from the right
+    mask (ties of the inputs' dtype broken by the higher precision)."""
+    if queries.dtype == torch.float64:
+        return False
+    try:
+        scores = score(queries.double(), keys.double())
+    except RuntimeError:
+        return False
+    mask = scores >= scores.topk(k, dim=-1).values[:, -1:]
+    return torch.equal(mask, kept) and not torch.equal(mask, ref_kept)
 
 
 def _topk_cases_round11():
@@ -879,7 +925,11 @@ def _fill_hint(error):
                 "broadcast against the (num_queries, num_keys) scores: "
                 "topk(k, dim=-1).values[:, -1:] (or [:, -1, None]), not [:, -1], which has "
                 "shape (num_queries,) and lines up with the keys axis.")
-    return None
+    # added after red-team round 14: a score may return a transposed (non-contiguous) tensor
+    return view_hint(error, what="the tensor score() returned (a score may return a "
+                     "transposed or sliced one)", better="no flattening at all: topk, masked_fill "
+                     "and softmax along dim=-1 work on the (num_queries, num_keys) scores "
+                     "as they are")
 
 
 @checker("topk_attention_pool")
@@ -1015,6 +1065,13 @@ def check_topk_attention_pool(fn):
                         "exercise's rule for ties): mask the scores below the k-th best "
                         "(scores < topk(k).values[:, -1:]) instead of keeping the k indices "
                         "that topk returns, which picks among tied keys arbitrarily.")
+            if _higher_precision_ties(weights.detach() != 0, ref_weights != 0, queries,
+                                      keys, score, k):   # added after red-team round 14
+                hint = ("you keep the keys of the scores recomputed in a higher precision "
+                        "(e.g. score(queries.double(), keys.double())), where scores that "
+                        "are one number in the inputs' dtype differ, so a tie is broken: "
+                        "take the mask from the scores score(queries, keys) returns, in "
+                        "their own dtype; their ties are the exercise's ties.")
             rounded = _rounded_ties(weights.detach() != 0, ref_weights != 0,
                                     score(queries, keys), k)
             if rounded is not None and "not a tie" not in case:   # after red-team round 9

@@ -4,7 +4,13 @@ and accepted (A_) solutions of check_softmax written from the exercise text alon
 The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass); S_
 entries are not run, and A_ entries are wrong ones accepted on purpose (see each).
 
-Holes fixed: TODO
+Holes fixed: none in book/checks/ch01.py. W_11 (grad mode left on), W_12 (anomaly detection),
+W_18 (a float32 path of its own under torch.no_grad() for float64), W_19 (retain_grad on a
+non-leaf argument), W_20 (float32 matmul precision), W_22 (TF32 flag), W_25 (number of
+threads) and W_26 (result requiring grad under no_grad) are rejected by the lead's _core
+changes of round 14. Renamed A_ by the lead's rulings: A_15 (NaN inputs mapped to 0: NaN
+inputs are not specified), A_17 (once_differentiable backward: second derivatives are not
+asked for); A_24 (+inf scores) is the writer's own A_ (+inf scores are not specified).
 """
 import torch
 
@@ -237,7 +243,7 @@ def W_23_row_sum_via_matmul(scores):
 
 
 def A_24_max_of_finite_only(scores):
-    """Shift by the max over finite entries, where +inf scores give NaN in torch.softmax;
+    """(A_ by the lead's round-14 ruling: +inf scores are not specified by the text.) Shift by the max over finite entries, where +inf scores give NaN in torch.softmax;
     here a row with +inf and finite scores gives exp(inf)=inf/inf... and a row whose only
     finite entries are -inf-free: differs for rows containing +inf (torch: NaN)."""
     x = scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores

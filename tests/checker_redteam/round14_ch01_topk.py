@@ -4,7 +4,17 @@ and accepted (A_) solutions of check_topk_attention_pool written from the exerci
 The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass); S_
 entries are not run, and A_ entries are wrong ones accepted on purpose (see each).
 
-Holes fixed: TODO
+Holes fixed (book/checks/ch01.py, _topk_cases_round14): W_08 (mask from scores recomputed in
+float64): queries [1, 1] and [0, 1] and keys [0.1, 0.2], [0.3, 0], [0, 0], k=1, dot scores 0.1 + 0.2
+and 0.3 one number in float32 and in bfloat16 but not in float64 (both keys must be kept),
+with the hint from _higher_precision_ties; W_12 (.view on the scores): a score returned
+transposed, (keys @ queries.T).T, not contiguous, and a view_hint in _fill_hint that names
+the score's tensor. W_13 (float32 path under no_grad), W_14 (grad mode left on), W_15
+(TF32 flag), W_16 (matmul precision), W_22 (outputs requiring grad under no_grad) and W_23
+(anomaly detection) are rejected by the lead's _core changes of round 14. Renamed A_ by
+the lead's rulings: A_18 (NaN weights mapped to 0: NaN inputs are not specified), A_19
+(once_differentiable backward: second derivatives are not asked for); A_11 is the writer's
+own A_.
 """
 import torch
 

@@ -4,7 +4,12 @@ and accepted (A_) solutions of check_epanechnikov_pool written from the exercise
 The tests run every W_ entry (must fail) and every C_ and O_ entry (must pass); S_
 entries are not run, and A_ entries are wrong ones accepted on purpose (see each).
 
-Holes fixed: TODO
+Holes fixed: none in book/checks/ch02.py. W_10 (float32 path under no_grad), W_11 (grad mode
+left on), W_16 (result requiring grad under no_grad), W_17 (TF32 flag) and W_18
+(retain_grad on a non-leaf argument) are rejected by the lead's _core changes of round 14.
+Renamed A_ by the lead's rulings: A_13 (NaN mapped to 0 by nan_to_num: NaN inputs are not
+specified), A_15 (once_differentiable backward: second derivatives are not asked for);
+A_12 (float(width)) is the writer's own A_ (the text only has float widths).
 """
 import torch
 
