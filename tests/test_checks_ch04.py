@@ -633,3 +633,46 @@ def test_bahdanau_round13_context_of_an_empty_row_is_named():
                    "only for the sequences of valid length 0", "their context must be 0",
                    "after the mask has zeroed them")
     assert "cat(" not in text
+
+
+R14 = {
+    "W_14_unfreezes_decoder": ("changed requires_grad of the decoder's parameter "
+                               "`embedding.weight`", "it was False before the call",
+                               "True after it", "no decoder.requires_grad_(...)"),
+    "W_15_forward_hook_left_on_rnn": ("changed the hooks of the caller's decoder",
+                                      "module `rnn` held 0 forward hook(s) before the call "
+                                      "and 1 after it", "handle.remove()"),
+    "W_19_rewinds_torch_generator": ("drew from torch's global random generator (or seeded "
+                                     "it)", "no torch.manual_seed"),
+}
+
+
+@pytest.mark.parametrize("name", R14)
+def test_bahdanau_round14_messages(name):
+    """Red-team round 14: the step changed the caller's decoder (a frozen table unfrozen, a
+    hook left on decoder.rnn) or rewound torch's generator (a re-seed, which the random
+    checker's unadvanced generator hid)."""
+    rejects(checks.check_bahdanau_step, redteam_entry("round14_ch04_bahdanau", name),
+            *R14[name])
+
+
+def _reference_step(decoder, token, hidden_state, enc_outputs, enc_valid_lens):
+    return redteam_entry("round14_ch04_bahdanau", "C_01_reference")(
+        decoder, token, hidden_state, enc_outputs, enc_valid_lens)
+
+
+def test_a_step_that_freezes_the_decoder_or_hooks_a_parameter_is_named():
+    """The reverse faults of round 14's: parameters frozen by the step, and a tensor hook
+    left on a parameter."""
+    def freezes(decoder, *args):
+        decoder.requires_grad_(False)
+        return _reference_step(decoder, *args)
+
+    def hooks_a_parameter(decoder, *args):
+        decoder.dense.weight.register_hook(lambda g: g)
+        return _reference_step(decoder, *args)
+
+    rejects(checks.check_bahdanau_step, freezes, "changed requires_grad of the decoder's "
+            "parameter", "True before the call", "False after it")
+    rejects(checks.check_bahdanau_step, hooks_a_parameter,
+            "parameter `dense.weight` held 0 backward hook(s) before the call and 1 after it")

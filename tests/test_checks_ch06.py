@@ -759,3 +759,17 @@ R13 = {  # red-team round 13 (writer C): the message names the fault
 def test_round13_messages(name):
     rejects(checks.check_learned_positional_encoding,
             redteam_entry("round13_ch06_learned_pe", name), *R13[name], args=(False,))
+
+
+@pytest.mark.parametrize("name, fragments", [
+    ("W_18_global_module_forward_hook", ("changed torch.nn's global module hooks",
+                                         "0 global forward hook(s) before and 1 after",
+                                         "register no global hooks")),
+    ("W_21_fork_rng_init", ("two instances of your class built one after the other",
+                            "start from the same table", "fork_rng")),
+])
+def test_learned_pe_round14_messages(name, fragments):
+    """Red-team round 14: a global module hook left by __init__; a table drawn inside
+    fork_rng (every instance the same)."""
+    rejects(checks.check_learned_positional_encoding,
+            redteam_entry("round14_ch06_learned_pe", name), *fragments, args=(False,))

@@ -1,12 +1,14 @@
 """Checker for chapter 4's exercise: one step of Bahdanau's attention decoder, by hand."""
 import contextlib
 import copy
+import random
+import sys
 
 import torch
 
 from ..seq2seq import Seq2SeqAttentionDecoder
-from ._core import STANDARD, _learner_line, call, checker, cotangents, expect_close, \
-    expect_conditions, expect_gradients, expect_tensor, fail, is_close, worst
+from ._core import STANDARD, _learner_line, call, checker, cotangents, draws_allowed, \
+    expect_close, expect_conditions, expect_gradients, expect_tensor, fail, is_close, worst
 
 
 class _NoShortcut(torch.nn.Module):
@@ -227,12 +229,77 @@ def _without_shortcut(fn, decoder, *args, case, stale):
     """Call the learner's step with decoder.attention(...) (and so decoder(...)) disabled, and
     with `stale` weights left in decoder.attention.attention_weights and
     decoder.attention_weights, as an earlier step of decoder(...) would leave them."""
-    with _shortcut_blocked(decoder, stale), _accumulated_gradients(decoder, case):
+    deterministic = not _may_draw(decoder)
+    with _shortcut_blocked(decoder, stale), _accumulated_gradients(decoder, case), \
+            draws_allowed(not deterministic):
+        if deterministic:  # one draw from each generator first, so that a re-seed shows
+            _advance_generators()
         saved = _decoder_state(decoder)
         result = call(fn, decoder, *args, name="bahdanau_step", case=case,
                       hint_on_error=_gru_hint)
         _expect_decoder_unchanged(decoder, saved, case)
         return result
+
+
+def _may_draw(decoder):
+    """Whether one step of this decoder may draw random numbers: only where a dropout with a
+    rate above 0 is in training mode (the GRU's between layers). The check's decoders are
+    in evaluation mode or built with dropout 0, so there the step is deterministic (round 14:
+    torch.manual_seed(torch.initial_seed()) inside the step, which rewinds the caller's
+    random numbers)."""
+    rnn = decoder.rnn
+    return any(isinstance(m, torch.nn.Dropout) and m.training and m.p > 0
+               for m in decoder.modules()) or (
+        rnn.training and getattr(rnn, "dropout", 0) > 0 and getattr(rnn, "num_layers", 1) > 1)
+
+
+def _advance_generators():
+    """One draw from torch's, Python's and NumPy's global generators (the check runs inside
+    `seeded`, which restores them): the generators are then past their seed, so that a step
+    that re-seeds one (torch.manual_seed(torch.initial_seed())) changes its state."""
+    torch.rand(1)
+    random.random()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.random()
+
+
+@contextlib.contextmanager
+def _frozen_embedding(decoder):
+    """Within the block the decoder's embedding table is frozen (requires_grad False), as a
+    caller with pretrained embeddings sets it; the step must leave it so (round 14:
+    decoder.requires_grad_(True) inside the step unfroze it)."""
+    weight = decoder.embedding.weight
+    was = weight.requires_grad
+    weight.requires_grad_(False)
+    try:
+        yield
+    finally:
+        weight.requires_grad_(was)
+
+
+_HOOK_DICTS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+               "_state_dict_hooks", "_load_state_dict_pre_hooks")
+_TENSOR_HOOK_DICTS = ("_backward_hooks", "_post_accumulate_grad_hooks")
+_HOOK_WORDS = {"_forward_hooks": "forward hook", "_forward_pre_hooks": "forward pre-hook",
+               "_backward_hooks": "backward hook", "_backward_pre_hooks": "backward pre-hook",
+               "_state_dict_hooks": "state_dict hook",
+               "_load_state_dict_pre_hooks": "load_state_dict pre-hook",
+               "_post_accumulate_grad_hooks": "post-accumulate-grad hook"}
+
+
+def _hooks(decoder):
+    """{(module or parameter name, kind): the ids of its hooks}: a hook the step leaves behind
+    runs on every later call of the caller's decoder."""
+    found = {}
+    for name, module in decoder.named_modules():
+        for kind in _HOOK_DICTS:
+            found[(f"module `{name}`" if name else "the decoder itself", kind)] = tuple(
+                getattr(module, kind, None) or ())
+    for name, p in decoder.named_parameters():
+        for kind in _TENSOR_HOOK_DICTS:
+            found[(f"parameter `{name}`", kind)] = tuple(getattr(p, kind, None) or ())
+    return found
 
 
 @contextlib.contextmanager
@@ -300,17 +367,47 @@ def _settings(module):
 
 def _decoder_state(decoder):
     """What the step must leave as it is: every parameter's and buffer's dtype and values,
-    every module's training flag and settings (dropout rates)."""
+    every module's training flag and settings (dropout rates), every parameter's
+    requires_grad, and every module's and parameter's hooks."""
     return ({name: t.detach().clone() for name, t in decoder.state_dict().items()},
             {name: m.training for name, m in decoder.named_modules()},
-            {name: _settings(m) for name, m in decoder.named_modules()})
+            {name: _settings(m) for name, m in decoder.named_modules()},
+            {name: p.requires_grad for name, p in decoder.named_parameters()},
+            _hooks(decoder))
 
 
 def _expect_decoder_unchanged(decoder, saved, case):
     """The step only reads the decoder: Module.float() (.half(), .double(), .to(dtype)),
     .train() or an in-place write would change the caller's decoder for every later step."""
     __tracebackhide__ = True
-    tensors, modes, settings = saved
+    tensors, modes, settings, requires, hooks = saved
+    for name, p in decoder.named_parameters():
+        if name in requires and p.requires_grad != requires[name]:
+            fail(f"bahdanau_step changed requires_grad of the decoder's parameter `{name}` on "
+                 f"{case}: it was {requires[name]} before the call (set by the caller"
+                 + (": a frozen table, as pretrained embeddings are" if not requires[name]
+                    else "") + f") and is {p.requires_grad} after it, so the caller's "
+                 "optimizer and backward " + ("now train a parameter the caller froze."
+                                              if p.requires_grad else
+                                              "no longer reach a parameter it trains."),
+                 "leave the parameters' requires_grad alone: no decoder.requires_grad_(...) "
+                 "(or p.requires_grad = ...) in the step. Its outputs require grad anyway "
+                 "through the parameters (and inputs) that do; freezing is the caller's "
+                 "choice.")
+    now_hooks = _hooks(decoder)
+    for (owner, kind), ids in now_hooks.items():
+        old_ids = hooks.get((owner, kind), ())
+        if ids != old_ids:
+            words = _HOOK_WORDS[kind]
+            fail(f"bahdanau_step changed the hooks of the caller's decoder on {case}: its "
+                 f"{owner} held {len(old_ids)} {words}(s) before the call and "
+                 f"{len(ids)} after it" + (" (other ones)" if len(ids) == len(old_ids) else "")
+                 + ". A hook left behind runs on every later call of the caller's decoder "
+                 "(and keeps whatever it stores alive); a hook removed was the caller's.",
+                 "call the submodules directly and use what they return (out, state = "
+                 "decoder.rnn(x, hidden_state)) rather than catching it with a hook; a hook "
+                 "you must register, remove before returning (handle.remove(), in a "
+                 "finally), and leave the caller's hooks alone.")
     now = decoder.state_dict()
     for name, old in tensors.items():
         new = now.get(name)
@@ -800,8 +897,11 @@ def check_bahdanau_step(fn):
         stale = _stale_weights(valid_lens, steps, dtype)
         before = state.clone()
         others = [t.clone() for t in (token, enc_outputs, valid_lens)]
-        result = _without_shortcut(fn, decoder, token, state, enc_outputs, valid_lens,
-                                   case=case, stale=stale)
+        with _frozen_embedding(decoder):
+            result = _without_shortcut(fn, decoder, token, state, enc_outputs, valid_lens,
+                                       case=case + ", the embedding table frozen by the "
+                                       "caller (decoder.embedding.weight.requires_grad "
+                                       "False)", stale=stale)
         for name, kept, now in zip(("token", "enc_outputs", "enc_valid_lens"), others,
                                    (token, enc_outputs, valid_lens)):
             if not torch.equal(kept, now):

@@ -96,9 +96,39 @@ def baseline_accuracy():
                                            TASK["vocab_size"]))
 
 
+_GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks",
+                 "_global_backward_hooks", "_global_backward_pre_hooks",
+                 "_global_module_registration_hooks", "_global_parameter_registration_hooks",
+                 "_global_buffer_registration_hooks")
+
+
+def _global_module_hooks():
+    """{name: ids} of torch.nn's global module hooks (register_module_forward_hook, ...)."""
+    owner = torch.nn.modules.module
+    return {name: tuple(getattr(owner, name, None) or ()) for name in _GLOBAL_HOOKS}
+
+
+def _expect_global_hooks_kept(before, case):
+    """Round 14: __init__ registered a global module forward hook (to log shapes), which
+    every module of the caller then runs, for good."""
+    __tracebackhide__ = True
+    for name, ids in _global_module_hooks().items():
+        if ids != before[name]:
+            kind = name.replace("_global_", "").replace("_", " ").rstrip("s")
+            fail(f"your class changed torch.nn's global module hooks on {case}: "
+                 f"{len(before[name])} global {kind}(s) before and {len(ids)} after "
+                 "(torch.nn.modules.module.register_module_forward_hook or the like). A "
+                 "global hook runs on every module of the caller's program, for good.",
+                 "register no global hooks: the encoding only holds its table and adds it "
+                 "in forward. To look at shapes while debugging, hook your own module "
+                 "(self.register_forward_hook) and remove the handle before you finish.")
+
+
 def _make(cls, case, *args, **kwargs):
+    hooks = _global_module_hooks()
     with seeded(0):  # the same module, and so the same messages, on every run
         module = call(cls, *args, name="your class", case=case, **kwargs)
+    _expect_global_hooks_kept(hooks, case)
     if not isinstance(module, torch.nn.Module):
         fail(f"your class should build an nn.Module (subclass nn.Module), got a "
              f"{type(module).__name__} from {case}.")
@@ -120,7 +150,9 @@ def _max_len_hint(error):
 
 
 def _forward(module, X, case, hint_on_error=_slice_hint):
+    hooks = _global_module_hooks()
     out = call(module, X, name="forward", case=case, hint_on_error=hint_on_error)
+    _expect_global_hooks_kept(hooks, case)
     expect_tensor(out, X.shape, what="forward(X)", case=case)
     if out.dtype != X.dtype:
         tables = ", ".join(f"`{name}` {p.dtype}" for name, p in module.named_parameters()
@@ -275,6 +307,26 @@ def _expect_seed_followed(cls, d):
             with torch.no_grad():
                 tables.append(_forward(module.eval(), torch.zeros(1, 50, d),
                                        f"zeros of shape (1, 50, 16) with {case}")[0])
+    with seeded(1):  # two instances one after the other: two draws, two tables
+        case = ("cls(16, 0.0, max_len=50) built twice in a row after torch.manual_seed(1), "
+                "eval mode")
+        pair = []
+        for _ in range(2):
+            module = call(cls, d, 0.0, max_len=50, name="your class", case=case)
+            with torch.no_grad():
+                pair.append(_forward(module.eval(), torch.zeros(1, 50, d),
+                                     f"zeros of shape (1, 50, 16) with {case}")[0])
+    if torch.equal(*pair) and pair[0].std() > 1e-6 \
+            and _lag_one_correlation(pair[0]) < SMOOTH_CORRELATION:
+        fail(f"two instances of your class built one after the other ({case}) start from "
+             "the same table of random-looking values: it draws them without moving the "
+             "global generator on (inside torch.random.fork_rng(), or with the state saved "
+             "and restored). Two encodings of one model (an encoder's and a decoder's) then "
+             "start identical, and the next layer's initialisation draws the very numbers of "
+             "your table.",
+             "draw the table from the global generator and leave it where the draw left "
+             "it: nn.Parameter(torch.randn(1, max_len, num_hiddens)), with no fork_rng, "
+             "generator= or seeding in your class.")
     E = tables[0]
     if not torch.equal(*tables) or E.std() < 1e-6:
         return

@@ -3,7 +3,14 @@ and accepted-on-purpose (A_) solutions written from the exercise text alone; cop
 /work/redteam/round14/C/sols/ch04_bahdanau_step.py (Round 14, writer C, check_bahdanau_step: one step of Bahdanau's decoder by hand.).
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
 (must pass); A_ (accepted on purpose) and S_ entries are not tested.
-Holes fixed: TODO
+Holes fixed: main accepted W_14 (decoder.requires_grad_(True): a frozen
+parameter unfrozen), W_15 (a forward hook left on decoder.rnn) and W_19 (torch.manual_seed(
+torch.initial_seed()) inside the step). Now the first call of each case has the embedding
+table frozen by the caller, and every parameter's requires_grad and every module's and
+parameter's hooks must be unchanged after each call (W_14, W_15); a step of a decoder whose
+dropouts are off (every case) runs with draws forbidden, after one draw from each global
+generator so that a re-seed shows (W_19). Left for _core: none (W_16-W_18, W_20, W_23, W_24
+are rejected by _core on main).
 """
 # flake8: noqa
 import random

@@ -3,7 +3,9 @@ and accepted-on-purpose (A_) solutions written from the exercise text alone; cop
 /work/redteam/round14/C/sols/ch05_transpose_output.py (Round 14, writer C, check_transpose_output: undo transpose_qkv (heads back into features).).
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
 (must pass); A_ (accepted on purpose) and S_ entries are not tested.
-Holes fixed: TODO
+Holes fixed: none in the checker. W_13 (backward detached, no
+second derivative) renamed A_13 (the lead's ruling: double backward is not asked for). The
+global-state entries (W_15-W_19, W_22, W_23) are rejected by _core on main.
 """
 # flake8: noqa
 import random
@@ -121,9 +123,10 @@ class _OnceBackward(torch.autograd.Function):
         return g.reshape(b, n, ctx.h, p).permute(0, 2, 1, 3).reshape(bh, n, p).detach(), None
 
 
-def W_13_backward_detached_second_order(X, num_heads):
+def A_13_backward_detached_second_order(X, num_heads):
     """Right values and right first gradient, but the backward detaches: a second derivative
-    through it (e.g. a gradient penalty, create_graph=True) is silently 0 / not connected."""
+    through it (e.g. a gradient penalty, create_graph=True) is silently 0 / not connected.
+    A_ (the lead's ruling for round 14): the exercise does not ask for second derivatives."""
     return _OnceBackward.apply(X, num_heads)
 
 

@@ -3,7 +3,8 @@ and accepted-on-purpose (A_) solutions written from the exercise text alone; cop
 /work/redteam/round14/C/sols/ch05_transpose_qkv.py (Round 14, writer C, check_transpose_qkv: the heads folded into the batch axis.).
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
 (must pass); A_ (accepted on purpose) and S_ entries are not tested.
-Holes fixed: TODO
+Holes fixed: none; main rejects every W_ entry (the global-state ones
+through _core).
 """
 # flake8: noqa
 import random

@@ -3,7 +3,12 @@ and accepted-on-purpose (A_) solutions written from the exercise text alone; cop
 /work/redteam/round14/C/sols/ch06_learned_pe.py (Round 14, writer C, check_learned_positional_encoding: entries are classes.).
 tests/test_checks_redteam.py runs every W_ entry (must fail) and every C_ and O_ entry
 (must pass); A_ (accepted on purpose) and S_ entries are not tested.
-Holes fixed: TODO
+Holes fixed: main accepted W_18 (a global module forward hook registered
+in __init__) and W_21 (the table drawn inside fork_rng: every instance the same). Now every
+build and forward of the check compares torch.nn's global module hooks before and after
+(W_18), and two instances built one after the other from one seed must not start from the
+same random-looking table (W_21; a smooth, deterministic table such as a sinusoid is still
+allowed).
 """
 # flake8: noqa
 import random
