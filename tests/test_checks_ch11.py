@@ -811,3 +811,14 @@ from checkers_support import redteam_entry  # noqa: E402
 ], ids=lambda x: x if isinstance(x, str) and x[:2] == "W_" else "")
 def test_round13_many_keys_and_inference_memory(module, name, fragments):
     rejects(check_online_softmax_attention, redteam_entry(module, name), *fragments)
+
+
+def test_round14_lazy_rescale_float16_overflows():
+    """Round 14, W_16: a lazy rescaling (the running max moved only once a block's max passes
+    it by more than 12) with float16 sums: exp(s - m) reaches e^12 > 65504, inf, then NaN.
+    Named by the float16 case whose block maxima rise by 11.125 to 12."""
+    rejects(check_online_softmax_attention,
+            redteam_entry("round14_ch11_online", "W_16_lazy_rescale_half_native"),
+            "the output contains NaN on batch 1, 8 queries, 3 keys, d=4, block_size=1, "
+            "float16 inputs", "rise by 11.1 to 12", "lazy rescaling",
+            "update the running max at every block")

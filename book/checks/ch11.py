@@ -422,6 +422,7 @@ def _online_cases():
     V = 1e5 * (1 + torch.rand(2, 6, 3, generator=g))
     cases.append((_ONLINE_BEYOND_FLOAT16, (Q.bfloat16(), K.bfloat16(), V.bfloat16()), 2,
                   False))
+    cases.append((_ONLINE_RISING_F16, _rising_float16(), 1, False))
     # One block holds every key (block_size >= num_keys): a shortcut for that case (plain
     # softmax attention) must still subtract the max and hide the future with -inf.
     g = torch.Generator().manual_seed(20)
@@ -473,6 +474,30 @@ def _online_hundreds(dtype):
 _ONLINE_BEYOND_FLOAT16 = ("batch 2, 6 queries, 6 keys, d=4, block_size=2, bfloat16 "
                           "inputs, V between 1e5 and 2e5 (beyond float16's largest "
                           "number, 65504)")
+_ONLINE_RISING_F16 = ("batch 1, 8 queries, 3 keys, d=4, block_size=1, float16 inputs, "
+                      "query i's scores 0, J_i and 2 J_i with J_i = 11.125 + 0.125 i (11.125 "
+                      "to 12: each block's max about 11 to 12 above the one before)")
+
+
+def _rising_float16():
+    """The case _ONLINE_RISING_F16 (red-team round 14, W_16): each block's max is J above
+    the running max, J between 11.125 and 12 (one J per query), all exact in float16. A
+    running max kept behind the block's max by more than ln(65504) = 11.09 (a lazy rescaling
+    that moves it only once it is passed by more than a threshold of 11.1 to 12 or more)
+    makes exp(s - m) = e^J > 65504 with float16 sums: inf, then NaN. A max updated at every
+    block keeps every exp() at most 1. Q's first coordinate is 2 J_i (the scale is 1/2),
+    key j's is j; the other coordinates of Q are 0, so K's random ones do not count. Its own
+    generator: the other cases' values stay as they were."""
+    g = torch.Generator().manual_seed(1411)
+    J = 11.125 + 0.125 * torch.arange(8.0)
+    Q = torch.zeros(1, 8, 4)
+    Q[0, :, 0] = 2 * J
+    K = torch.randn(1, 3, 4, generator=g)
+    K[0, :, 0] = torch.arange(3.0)
+    V = 1 + torch.rand(1, 3, 5, generator=g)
+    return Q.half(), K.half(), V.half()
+
+
 _LATER_BLOCK_HINT = (
     "each query's highest score here comes in a later block, about 300 above the first "
     "block's: exp() overflows in float32 too (above about 88), so the maximum must be "
@@ -486,6 +511,14 @@ _ONLINE_CASE_HINTS = {_online_hundreds(torch.float16): _LATER_BLOCK_HINT,
                           "through float16 (x.half()) turns it into inf. Compute bfloat16 "
                           "inputs in float32 (x.float()), or in bfloat16, and cast the "
                           "result back.")}
+_ONLINE_CASE_HINTS[_ONLINE_RISING_F16] = (
+    "each query's scores here rise by 11.1 to 12 from one block to the next: a running max "
+    "that is not moved up to the new block's max (a lazy rescaling that keeps the old max "
+    "until it is passed by more than a threshold of about 11 or more) lets exp(s - m) reach "
+    "e^11.1 = 65504, float16's largest number, and with float16 sums it becomes inf, then "
+    "NaN (inf / inf). In float16, update the running max at every block (every exp() is then "
+    "at most 1), or keep the running sum and weighted sum in float32 (Q.float(); float32 "
+    "holds up to e^88) and cast the result back.")
 _ONE_BLOCK_HINT = ("here one block holds every key (block_size >= num_keys): a shortcut for "
                    "that case (plain attention over all keys) must subtract each query's "
                    "maximum score before exp() and fill hidden keys with -inf too, as the "
@@ -505,7 +538,8 @@ def check_online_softmax_attention(fn):
     scores of 1e4 and causal scores near -2e4 (a shortcut for it keeps the max and -inf),
     transposed (non-contiguous) inputs, float64, float16 and bfloat16 inputs (the output
     keeps their dtype; scores in the hundreds with the best key after the first block,
-    bfloat16 values beyond float16's range), gradients (float32, float16, bfloat16, and
+    bfloat16 values beyond float16's range, float16 block maxima rising by 11.1 to 12 from
+    block to block: no running max left behind by more than ln(65504)), gradients (float32, float16, bfloat16, and
     with one key), and a peak memory bounded by the block size (float32, float64, float16
     and bfloat16): no (n, n) matrix or mask, and no (num_queries, num_keys) scores for few
     queries and many keys; 64 queries against 16411 keys, each query's best key among the
