@@ -741,3 +741,41 @@ def test_check_pre_norm_block_names_a_missing_output_bias():
             return Y + self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
     rejects(checks.check_pre_norm_block, NoOutputBias, "use_bias=True",
             "leaves out the biases of its output projection W_o")
+
+
+# -- Round 14 red team (tests/checker_redteam/round14_ch07_*.py, writer D) -----------------
+
+R14_PRENORM = {
+    # the graph built only when X requires grad: with plain X the parameters get no gradient
+    "W_26_grad_follows_X": ("X not requiring grad", "does not require grad",
+                            "parameters need their gradients"),
+    # self.ffn.forward(...) and the like: the submodules' forward hooks never fire
+    "W_28_bypass_hooks": ("forward hooks registered", "self.attention", "self.ffn",
+                          ".forward(...) directly", "not their .forward method"),
+}
+
+
+@pytest.mark.parametrize("name", R14_PRENORM)
+def test_check_pre_norm_block_round14_names_the_fault(name):
+    rejects(checks.check_pre_norm_block, redteam_entry("round14_ch07_pre_norm_block", name),
+            *R14_PRENORM[name])
+
+
+def test_check_pre_norm_block_leaves_no_hooks_behind():
+    """The hook check removes its hooks and forward wrappers from the learner's block."""
+    seen = []
+
+    class Recording(TransformerEncoderBlock):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            seen.append(self)
+
+        def forward(self, X, valid_lens):
+            Z = self.addnorm1.ln(X)
+            Y = X + self.addnorm1.dropout(self.attention(Z, Z, Z, valid_lens))
+            return Y + self.addnorm2.dropout(self.ffn(self.addnorm2.ln(Y)))
+    accepts(checks.check_pre_norm_block, Recording)
+    for block in seen:
+        for module in block.modules():
+            assert not module._forward_pre_hooks and not module._forward_hooks
+            assert "forward" not in module.__dict__

@@ -994,3 +994,14 @@ def test_check_bert_param_count_round13_names_an_odd_num_hiddens(name):
     rejects(checks.check_bert_param_count,
             redteam_entry("round13_ch08_bert_param_count", name), "num_hiddens=15",
             "multiple of 4", "whatever the number of heads")
+
+
+@pytest.mark.parametrize("name, generator", [
+    ("W_08_reseed_after", "torch's global random generator"),
+    ("W_24_python_random_reseed", "Python's random module"),
+    ("W_25_numpy_reseed", "NumPy's global random generator")])
+def test_check_mlm_masking_round14_names_a_reseed_after_the_draws(name, generator):
+    """Right masks, then torch.seed(), random.seed() or np.random.seed(): the caller's
+    next draws no longer repeat under its seed (_core.expect_repeatable)."""
+    rejects(checks.check_mlm_masking, redteam_entry("round14_ch08_mlm_masking", name),
+            "a batch of 4 rows of 32 ordinary tokens", generator, "re-seeded")

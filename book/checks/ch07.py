@@ -733,9 +733,11 @@ def check_pre_norm_block(cls):
     learner's; the learner's block must have the same submodules (types, settings such as
     Dropout.p and LayerNorm.eps, none shared), before and after every call. Checked: eval
     mode (valid_lens [6, 3], [3, 6], None, [6, 0] (an example with no valid key), and a
-    second X: nothing kept between calls), its
-    gradients (a wrong one is traced to a detached residual, LayerNorm output or statistics,
-    or keys/values where it is one of those), a non-contiguous X, valid_lens of shape
+    second X: nothing kept between calls), its gradients (a wrong one is traced to a
+    detached residual, LayerNorm output or statistics, or keys/values where it is one of
+    those; also with an X that does not require grad, where the parameters' gradients must
+    be the reference's), every submodule the block runs called as a module (so that its
+    forward hooks fire, not through .forward(...)), a non-contiguous X, valid_lens of shape
     (batch, n) (one length per query, as causal_valid_lens gives), float32 rows with a
     large mean and a small spread (a variance taken as E[x^2] - E[x]^2 is named), a float64
     block on
@@ -781,6 +783,8 @@ def check_pre_norm_block(cls):
             _diagnose_gradients(block, ref, X, valid_lens, gradient_case, str(failure))
         raise
     _expect_tree(block, ref, case + " (with gradients)")
+    _expect_parameter_gradients(block, ref, X, valid_lens)
+    _expect_hooks_fire(block, ref, X, valid_lens)
     # inputs the chapter's block takes too: a non-contiguous X (a transposed tensor), and
     # one length per query, shape (batch, n), as causal_valid_lens gives
     X_t = X.transpose(0, 1).contiguous().transpose(0, 1)       # the same values
@@ -815,6 +819,89 @@ def check_pre_norm_block(cls):
     # a second rate: at 0.5 a rate read as the share kept (1 - p) gives the same masks
     _expect_train_mode(*_blocks(cls, 0.2), X, valid_lens)
     return None
+
+
+def _expect_parameter_gradients(block, ref, X, valid_lens):
+    """X that does not require grad (data, as in training; exercise 7.4 feeds a plain
+    random X): the block's parameters must still get the reference's gradients (added after
+    red-team round 14: a forward that builds its graph only when X requires grad)."""
+    case = ("X of shape (2, 6, 16) with valid_lens [6, 3], X not requiring grad (only the "
+            "block's parameters do, as in training on data)")
+    hint = ("compute forward the same way whatever X is: the parameters need their gradients "
+            "also when X does not require grad (no torch.no_grad() or set_grad_enabled tied "
+            "to X.requires_grad).")
+    names = [name for name, _ in ref.named_parameters()]
+    mine = [block.get_parameter(name) for name in names]
+    theirs = [ref.get_parameter(name) for name in names]
+    with torch.no_grad():
+        weight = cotangents([ref(X, valid_lens)], seed=1)[0]
+    x = X.detach().clone()
+    out = _run(block, ref, x, valid_lens, case)
+    if not out.requires_grad:
+        fail(f"on {case}, your block's output does not require grad, although the block's "
+             "parameters do: loss.backward() would give them no gradient (it fails with "
+             "'element 0 of tensors does not require grad').", hint)
+    got = torch.autograd.grad((out.double() * weight).sum(), mine, allow_unused=True)
+    want = torch.autograd.grad((ref(x, valid_lens).double() * weight).sum(), theirs,
+                               allow_unused=True)
+    for name, a, b, t in zip(names, got, want, theirs):
+        a = torch.zeros_like(t) if a is None else a
+        b = torch.zeros_like(t) if b is None else b
+        expect_close(a, b, what=f"the gradient of self.{name}", case=case, atol=1e-4,
+                     rtol=1e-3, hint=hint)
+
+
+def _expect_hooks_fire(block, ref, X, valid_lens):
+    """Every submodule the block runs must be called as a module, so that its hooks fire
+    (added after red-team round 14: self.ffn.forward(...) runs the FFN without the forward
+    hooks that record activations block by block, as exercise 7.4 does). Each submodule's
+    forward is counted both by a forward pre-hook (calls through the module) and by a
+    wrapper of its forward (every run); the two counts must agree. A submodule the block does
+    not use at all (F.layer_norm with self.addnorm1.ln's parameters) is not asked for."""
+    case = "X of shape (2, 6, 16) with valid_lens [6, 3], with forward hooks registered " \
+           "on the block's submodules"
+    modules = [(name, module) for name, module in block.named_modules() if name]
+    hooked = {name: 0 for name, _ in modules}
+    ran = {name: 0 for name, _ in modules}
+    handles, wrapped = [], []
+
+    def count_hook(name):
+        def hook(module, args):
+            hooked[name] += 1
+        return hook
+
+    def count_run(name, forward):
+        @functools.wraps(forward)
+        def run(*args, **kwargs):
+            ran[name] += 1
+            return forward(*args, **kwargs)
+        return run
+    try:
+        for name, module in modules:
+            if "forward" in module.__dict__:
+                continue  # a forward of its own on the instance: left as it is
+            handles.append(module.register_forward_pre_hook(count_hook(name)))
+            module.forward = count_run(name, module.forward)
+            wrapped.append(module)
+        with torch.no_grad():
+            call(block, X, valid_lens, name="your block", case=case)
+    finally:
+        for handle in handles:
+            handle.remove()
+        for module in wrapped:
+            module.__dict__.pop("forward", None)
+    bypassed = [name for name, _ in modules if ran[name] > hooked[name]]
+    if bypassed:
+        shown = ", ".join(f"self.{name}" for name in bypassed[:4])
+        fail(f"on {case}, your block runs {shown} without calling the module"
+             f"{'s' if len(bypassed) > 1 else ''} (it calls their .forward(...) directly, "
+             f"{ran[bypassed[0]]} run{'s' if ran[bypassed[0]] != 1 else ''} of "
+             f"self.{bypassed[0]}.forward, {hooked[bypassed[0]]} through the module): the "
+             "modules' hooks never fire, so forward hooks that record activations (as "
+             "exercise 7.4 does, block by block) see nothing.",
+             "call the modules themselves, self.attention(Z, Z, Z, valid_lens), "
+             "self.addnorm1.ln(X), self.ffn(...), not their .forward method: "
+             "nn.Module.__call__ runs the hooks around forward.")
 
 
 _GRADIENT_HINT = ("the output is right, but part of forward is hidden from autograd (a "

@@ -142,7 +142,7 @@ import sys
 
 import torch
 
-from ._core import call, checker, fail, forbidden, seeded
+from ._core import call, checker, expect_repeatable, fail, forbidden, seeded
 
 IGNORE = -100
 SE_TOLERANCE = 5.5      # the rates and dispersion indices
@@ -468,6 +468,13 @@ def check_mlm_masking(fn):
     _check_nothing_to_choose(fn, vocab)
     _check_every_id_drawn(fn)  # round 12, after all the others for the same reason
     _check_maskings_vary(fn, vocab)  # round 13, last for the same reason
+    # round 14, last for the same reason: a seeded run must repeat, and leave the global
+    # generators where a seeded run leaves them (no torch.seed(), random.seed() or
+    # np.random.seed() after the draws)
+    g = torch.Generator().manual_seed(22)
+    small = torch.randint(vocab.num_specials, len(vocab), (4, 32), generator=g)
+    expect_repeatable(fn, small, vocab, name="mask_tokens",
+                      case="a batch of 4 rows of 32 ordinary tokens")
 
 
 REPEAT_CALLS = 100  # calls on one small batch: a right solution never repeats a masking
