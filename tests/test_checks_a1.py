@@ -607,3 +607,45 @@ def _chunked_whole_in_numpy(Q, K, V, chunk_size):
 def test_round13_whole_matrix_in_numpy_is_seen_by_tracemalloc():
     rejects(checks.check_chunked_attention, _chunked_whole_in_numpy,
             "outside torch's tensors", "tracemalloc")
+
+
+# -- Round 14 red team (tests/checker_redteam/round14_a1_chunked.py) ----------------------
+
+@pytest.mark.parametrize("name, fragments", [
+    ("W_21_full_for_float64", ["float64 inputs: batch 1, 200 queries and keys",
+                               "40000 numbers at once", "but float64 inputs were not"]),
+    ("W_22_full_for_float16", ["float16 inputs: batch 1, 200 queries and keys",
+                               "40000 numbers at once", "but float16 inputs were not"]),
+    ("W_23_full_when_grad", ["float32 Q, K and V that require grad", "40000 numbers at once",
+                             "but inputs that require grad were not"]),
+    ("W_25_full_when_batch_gt1", ["float32 inputs of batch 2", "80000 numbers at once "
+                                  "(40000 per example)", "but a batch of 2 were not"]),
+    ("W_34_scores_out_of_band_numpy_free_cache", ["1000000 numbers at once", "aten.bmm.out",
+                                                  "through out= into a buffer"]),
+])
+def test_round14_messages_point_at_the_fault(name, fragments):
+    rejects(checks.check_chunked_attention, redteam_entry("round14_a1_chunked", name),
+            *fragments)
+
+
+def _chunked_into_a_slice_in_place(Q, K, V, chunk_size):
+    """Every score written in place into a slice of a buffer kept between calls (no new
+    tensor larger than a chunk): the count sees what an in-place operation writes."""
+    b, m, n = Q.shape[0], Q.shape[1], K.shape[1]
+    buf = _chunked_into_a_slice_in_place.__dict__.setdefault("buf", {})
+    if buf.get(Q.dtype) is None or buf[Q.dtype].numel() < b * m * n:
+        buf[Q.dtype] = torch.zeros(4 * b * m * n, dtype=Q.dtype)
+    s = buf[Q.dtype][b * m * n:2 * b * m * n].view(b, m, n)
+    for i in range(0, m, chunk_size):
+        s[:, i:i + chunk_size] = Q[:, i:i + chunk_size] @ K.transpose(1, 2)
+    s.mul_(1 / math.sqrt(Q.shape[-1]))
+    return torch.cat([torch.softmax(s[:, i:i + chunk_size], -1) @ V
+                      for i in range(0, m, chunk_size)], dim=1)
+
+
+def test_round14_scores_written_in_place_into_a_kept_buffer_are_counted():
+    from book.checks import a1
+    X = torch.randn(1, 200, 8, generator=torch.Generator().manual_seed(1))
+    _chunked_into_a_slice_in_place(X, X, X, 10)  # the buffer exists before the counted call
+    with pytest.raises(checks.CheckFailed, match="40000 numbers at once.*aten.mul_"):
+        a1._largest_chunk(_chunked_into_a_slice_in_place, X, X, X, 10, "batch 1, 200 keys")

@@ -976,3 +976,12 @@ def test_round13_larger_case_catches_size_keyed_faults():
             "67 rows of 4,099 keys")
     rejects(checks.check_scaled_dot_product_attention, _sdpa_fast_path_above_64_queries,
             "queries (1, 67, 8), keys (1, 4099, 8)")
+
+
+# -- Round 14 red team (tests/checker_redteam/round14_ch03_masked_softmax.py) --------------
+
+def test_round14_bfloat16_positions_above_256_are_named():
+    rejects(checks.check_masked_softmax,
+            redteam_entry("round14_ch03_masked_softmax", "W_40_positions_bfloat16"),
+            "bfloat16 X of shape (1, 2, 300), valid_lens [[257, 300]]",
+            "the last valid key of some query has weight 0", "bfloat16 only up to 256")

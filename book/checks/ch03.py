@@ -95,6 +95,11 @@ def _masked_softmax_cases_round4():
         # round (2049 -> 2048, 4099 -> 4100).
         ("float16 X of shape (1, 2, 4100), valid_lens [[2049, 4100]] (lengths above 2048)",
          torch.randn(1, 2, 4100, generator=g).half(), torch.tensor([[2049, 4100]])),
+        # Added after red-team round 14 (its own generator): bfloat16 holds the integers
+        # only up to 256 (257 -> 256).
+        ("bfloat16 X of shape (1, 2, 300), valid_lens [[257, 300]] (lengths above 256)",
+         torch.randn(1, 2, 300, generator=torch.Generator().manual_seed(314)).bfloat16(),
+         torch.tensor([[257, 300]])),
         *_masked_softmax_cases_round5(),
     ]
 
@@ -577,10 +582,11 @@ def check_masked_softmax(fn):
         if (W[last] == 0).any():
             fail(f"the last valid key of some query has weight 0 on {case}.",
                  "float16 holds the integers exactly only up to 2048 (2049 rounds to "
-                 "2048, 4099 to 4100): compare integer positions, torch.arange(num_keys), "
-                 "with the integer valid_lens; do not cast the lengths or the positions "
-                 "to X.dtype."
-                 if X.dtype == torch.half and int(lens.max()) > 2048 else
+                 "2048, 4099 to 4100), bfloat16 only up to 256 (257 rounds to 256): "
+                 "compare integer positions, torch.arange(num_keys), with the integer "
+                 "valid_lens; do not cast the lengths or the positions to X.dtype."
+                 if (X.dtype == torch.half and int(lens.max()) > 2048)
+                 or (X.dtype == torch.bfloat16 and int(lens.max()) > 256) else
                  "the mask is off by one: keep positions < valid_len, not < valid_len - 1.")
         if not is_close(W, ref, atol=atol, rtol=1e-3):
             found = [c for c in _CLAMPS if X.abs().max() > c and is_close(
