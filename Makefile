@@ -32,10 +32,8 @@ book: env
 ## kernel). Notebooks, build and browser tests run with no network.
 test: env browser-deps unit notebooks build-check browser lab-test
 
-## The unit tests run in one worker per CPU core (pytest-xdist; a file's tests stay together,
-## the red-team tables are spread: see tests/conftest.py).
 unit: env
-	$(BIN)/python -m pytest tests -q --ignore=tests/browser -n auto --dist loadgroup
+	$(BIN)/python -m pytest tests -q --ignore=tests/browser
 
 ## Every notebook runs once per test run, here. ATEN_CPU_CAPABILITY=default makes PyTorch take
 ## its portable float path, not the vectorised one the stored outputs were made with: every

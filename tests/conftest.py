@@ -30,13 +30,3 @@ def rel(path):
 @pytest.fixture(scope="session")
 def root():
     return ROOT
-
-
-def pytest_collection_modifyitems(config, items):
-    """`make unit` runs the tests under pytest-xdist (-n auto --dist loadgroup): the tests of
-    one file run in one worker, so that a module-scoped fixture (a trained model) is built
-    once, while the red-team tables, thousands of independent checks, are spread over all
-    workers."""
-    for item in items:
-        if item.path.name != "test_checks_redteam.py":
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
