@@ -563,8 +563,8 @@ def test_check_causal_mask_round9_messages():
     refused; a sparse mask is told to be dense, not PyTorch's dispatcher error."""
     rejects(checks.check_causal_mask,
             redteam_entry("round9_ch07_causal_mask", "W_11_reseeds_global_rng"),
-            "changed the state of torch's global random generator on num_steps=4",
-            "leave seeding to the caller")
+            "drew from torch's global random generator (or seeded it) on num_steps=4",
+            "no torch.manual_seed")
     text = rejects(checks.check_causal_mask,
                    redteam_entry("round9_ch07_causal_mask", "W_19_sparse"),
                    "the mask is a sparse_coo tensor on num_steps=4", "dense", "to_sparse()")

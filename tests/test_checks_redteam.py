@@ -1,7 +1,7 @@
-"""Red teams of rounds 4 to 13 (issue 12): wrong (W_), right (C_) and odd but right (O_)
+"""Red teams of rounds 4 to 14 (issue 12): wrong (W_), right (C_) and odd but right (O_)
 solutions of every exercise, written from the exercise texts by writers who had not read the
 checkers, their tests or the earlier rounds (tests/checker_redteam/round4_*.py to
-round13_*.py, copied from /work/redteam/round<N>/<writer>/sols/ with the names W01_x written
+round14_*.py, copied from /work/redteam/round<N>/<writer>/sols/ with the names W01_x written
 W_01_x). Every wrong one must fail with a CheckFailed message, every right one must pass.
 Entries named A_ (accepted on purpose) and S_ (right output against the wording) are not
 tested here; the files say why."""

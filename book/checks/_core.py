@@ -1292,7 +1292,9 @@ def _expect_no_graph(outputs, name, case):
     or a hidden tensor created with requires_grad=True, builds a graph the caller asked not
     to build)."""
     __tracebackhide__ = True
-    if any(isinstance(o, torch.Tensor) and o.requires_grad for o in outputs):
+    # (a view taken under no_grad of an argument that requires grad reports requires_grad
+    # but has no grad_fn: nothing is recorded; a recorded operation has a grad_fn)
+    if any(isinstance(o, torch.Tensor) and o.grad_fn is not None for o in outputs):
         fail(f"{name} returned a result that requires grad on {case}, where no argument "
              "requires grad and the caller turned autograd off: it records a graph of its "
              "own, which the caller asked not to build (memory and time).",

@@ -746,7 +746,7 @@ def _expect_no_graph_under_no_grad(fn, args, name, case):
     with torch.no_grad():
         result = call(fn, first, *args[1:], name=name, case=case)
     outputs = result if isinstance(result, (tuple, list)) else [result]
-    if any(isinstance(o, torch.Tensor) and o.requires_grad for o in outputs):
+    if any(isinstance(o, torch.Tensor) and o.grad_fn is not None for o in outputs):
         fail(f"{name} returned a result that requires grad on {case}: under torch.no_grad() "
              "nothing is recorded, even when an argument requires grad, but your function "
              "records a graph of its own, which the caller asked not to build (memory and "
