@@ -381,8 +381,7 @@ ROUND9_MESSAGES = {
     # sqrt(d) as a float32 tensor: caught on float64 with d=6 (exact for d=4)
     "W_01_scale_float32_tensor": ["float64 inputs", "d=6", "from the float64 reference"],
     # the 1000 x 1000 run computed another way (dropout, bfloat16): its output is compared
-    "W_15_dropout_left_in": ["1000 queries and keys", "right on the small inputs",
-                             "without dropout"],
+    "W_15_dropout_left_in": ["1000 queries and keys", "drew from torch's global random generator", "no random order, jitter or dropout"],
     "W_16_bfloat16_for_big_inputs": ["1000 queries and keys", "right on the small inputs",
                                      "not bfloat16"],
     # one chunk of every query, through a hand-written softmax without the shift
@@ -580,8 +579,8 @@ def test_round9_exp_then_power_has_nan_gradients_under_huge_scores():
 # -- Round 13 red team (tests/checker_redteam/round13_a1_chunked.py) ----------------------
 
 @pytest.mark.parametrize("name, fragments", [
-    ("W_06_numpy_scores", ["held 3.82 MiB outside torch's tensors", "tracemalloc",
-                           "in NumPy either"]),
+    ("W_06_numpy_scores", ["computed a tensor of 1000000 numbers at once", "aten.bmm.out",
+                           "through out= into a buffer"]),
     ("W_12_bf16_via_half", ["V times 1e5 (beyond float16's range), bfloat16",
                             "never through float16"]),
     ("W_20_chunk_by_product", ["batch 1, 67 queries, 4099 keys", "the scores of 65 queries"]),

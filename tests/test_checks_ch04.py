@@ -84,8 +84,8 @@ WRONG = {
     "forgets the tanh": (lambda *a: step(*a, tanh=lambda x: x), "without tanh"),
     "concatenates [embedding, context] (wrong order)":
         (lambda *a: step(*a, order="embedding first"), "new hidden_state is wrong"),
-    "pools something other than the encoder outputs":
-        (lambda *a: step(*a, values="noise"), "new hidden_state is wrong"),
+    "pools something other than the encoder outputs":  # noise drawn with torch.randn_like
+        (lambda *a: step(*a, values="noise"), "drew from torch's global random generator"),
     "returns the old hidden state": (lambda *a: step(*a, update=False), "the one passed in"),
     "softmax over the batch": (softmax_over_batch, "sum to 1"),
     "overwrites the given state in place": (in_place_state, "in place"),
@@ -224,7 +224,7 @@ def test_round5_leftover_dropout_is_named():
     from checker_redteam import round5_ch04_bahdanau as r5
 
     text = rejects(checks.check_bahdanau_step, r5.W_08_functional_dropout,
-                   "two calls on the same inputs give different results", "dropout")
+                   "drew from torch's global random generator", "no random order, jitter or dropout")
     assert "torch.cat([context, embedding])" not in text
 
 
@@ -339,8 +339,8 @@ ROUND7_MESSAGES = {
     "W_20_squeeze_all": ("1 encoder step", "must sum to 1", ".squeeze(-1)"),
     # F.dropout(w, p): training=True in eval mode
     "W_21_functional_dropout_on_weights": ("built with dropout 0.2",
-                                           "two calls on the same inputs give different",
-                                           "F.dropout's default"),
+                                           "drew from torch's global random generator",
+                                           "no random order, jitter or dropout"),
     # arange(t) < enc_valid_lens without [:, None]
     "W_22_mask_broadcast_without_axis": ("raised RuntimeError",
                                          "builds the mask from the valid lengths",

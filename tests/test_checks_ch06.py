@@ -584,10 +584,10 @@ def test_round9_messages(name):
 R10 = {  # round 10 (writer B): holes closed, and messages that name the fault
     # a private generator with a fixed seed: the same table whatever the caller's seed
     "W_02_private_generator_seed0": ("the same table of random-looking values",
-                                     "torch.Generator().manual_seed"),
+                                     "no fork_rng, generator= or seeding"),
     # torch.manual_seed inside torch.random.fork_rng(): the global state is restored
     "W_24_fork_rng_seeded_init": ("the same table of random-looking values",
-                                  "torch.manual_seed inside torch.random.fork_rng()"),
+                                  "no fork_rng, generator= or seeding"),
     # rows 1..n of a table of max_len + 1 rows: row 0 never trained
     "W_03_one_based_positions": ("16 of your 816 trainable numbers get no gradient",
                                  "`P` (row 0 of its 51)", "the first n rows"),
@@ -763,8 +763,8 @@ def test_round13_messages(name):
 
 @pytest.mark.parametrize("name, fragments", [
     ("W_18_global_module_forward_hook", ("changed torch.nn's global module hooks",
-                                         "0 global forward hook(s) before and 1 after",
-                                         "register no global hooks")),
+                                         "every module the caller runs later calls the hook",
+                                         "leave torch's global switches alone")),
     ("W_21_fork_rng_init", ("two instances of your class built one after the other",
                             "start from the same table", "fork_rng")),
 ])
