@@ -4,7 +4,8 @@ checkers, their tests or the earlier rounds (tests/checker_redteam/round4_*.py t
 round14_*.py, copied from /work/redteam/round<N>/<writer>/sols/ with the names W01_x written
 W_01_x). Every wrong one must fail with a CheckFailed message, every right one must pass.
 Entries named A_ (accepted on purpose) and S_ (right output against the wording) are not
-tested here; the files say why."""
+tested here; the files say why. H_ entries are holes found and not yet fixed (wrong, still
+accepted): each says so, and becomes W_ when its checker is fixed."""
 import pytest
 
 from checkers_support import accepts, redteam_params, rejects

@@ -159,14 +159,22 @@ class W_15_forces_grad_mode_on(_Base):
         return super().forward(X)
 
 
-class W_16_numpy_rng_in_eval_forward(_Base):
+class H_16_numpy_rng_in_eval_forward(_Base):
+    # H_: a hole found by round 14 and NOT yet fixed (the fixer's run of this file did not
+    # finish; the lead's run found it at the end of the session): wrong, still accepted by
+    # check_learned_positional_encoding (random=True, so _core does not judge its draws).
+    # Fix it in ch06, then rename it W_.
     """forward draws from NumPy's global generator even in eval mode (a random 'jitter' of 0)."""
     def forward(self, X):
         np.random.rand()
         return super().forward(X)
 
 
-class W_17_python_random_in_init(_Base):
+class H_17_python_random_in_init(_Base):
+    # H_: a hole found by round 14 and NOT yet fixed (the fixer's run of this file did not
+    # finish; the lead's run found it at the end of the session): wrong, still accepted by
+    # check_learned_positional_encoding (random=True, so _core does not judge its draws).
+    # Fix it in ch06, then rename it W_.
     """__init__ draws a Python `random` number (e.g. for a name): advances the caller's stream."""
     def __init__(self, num_hiddens, dropout, max_len=1000):
         super().__init__(num_hiddens, dropout, max_len)
@@ -194,7 +202,11 @@ class W_19_rewinds_generator_in_eval(_Base):
         return super().forward(X)
 
 
-class W_20_retain_grad_on_input(_Base):
+class H_20_retain_grad_on_input(_Base):
+    # H_: a hole found by round 14 and NOT yet fixed (the fixer's run of this file did not
+    # finish; the lead's run found it at the end of the session): wrong, still accepted by
+    # check_learned_positional_encoding (random=True, so _core does not judge its draws).
+    # Fix it in ch06, then rename it W_.
     """forward calls X.retain_grad(): the caller's non-leaf X keeps a .grad after backward."""
     def forward(self, X):
         if X.requires_grad:
