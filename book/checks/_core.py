@@ -1286,6 +1286,28 @@ def expect_conditions(fn, reference, cases, *, name, differentiable=(), conditio
                 _expect_no_graph(got, name, again, plain)
 
 
+def expect_no_graph_under_no_grad(fn, args, name, case):
+    """Added after red-team round 14: called under the caller's torch.no_grad() with a
+    first argument that requires grad (a parameter, a tensor from a training step;
+    used by checkers that do not run every dtype condition), nothing
+    of the result may require grad: no_grad records nothing, whatever the arguments. A
+    function that turns autograd back on inside (torch.enable_grad()) builds a graph the
+    caller asked not to build. (_core's no_grad conditions pass arguments without
+    requires_grad, where such a result cannot require grad.)"""
+    __tracebackhide__ = True
+    first = args[0].detach().clone().requires_grad_(True)
+    with torch.no_grad():
+        result = call(fn, first, *args[1:], name=name, case=case)
+    outputs = result if isinstance(result, (tuple, list)) else [result]
+    if any(isinstance(o, torch.Tensor) and o.grad_fn is not None for o in outputs):
+        fail(f"{name} returned a result that requires grad on {case}: under torch.no_grad() "
+             "nothing is recorded, even when an argument requires grad, but your function "
+             "records a graph of its own, which the caller asked not to build (memory and "
+             "time).",
+             "do not turn autograd on inside (torch.enable_grad(), torch.set_grad_enabled"
+             "(True)): the caller decides whether a graph is recorded.")
+
+
 def _expect_no_graph(outputs, name, case, args=()):
     """Under torch.no_grad() or inference_mode, with no argument requiring grad, nothing of
     the result may require grad (added after red-team round 14: torch.enable_grad() inside,

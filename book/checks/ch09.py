@@ -7,7 +7,7 @@ import torch
 
 from ._core import FLOAT64, FLOAT64_TOL, INPLACE_HINT, STANDARD, CheckFailed, \
     call, checker, expect_conditions, expect_float64_accuracy, expect_tensor, fail, \
-    passed, scaled, view_hint
+    expect_no_graph_under_no_grad, passed, scaled, view_hint
 
 # -- Exercise 9.1: top-p ----------------------------------------------------------------------
 
@@ -247,33 +247,12 @@ def check_top_p_filter(fn):
             _expect_no_state(fn, logits, p, case)
             raise
     _check_top_p_gradient(fn)
-    _expect_no_graph_under_no_grad(
+    expect_no_graph_under_no_grad(
         fn, (torch.tensor([[2.0, 1.0, 0.0, -1.0], [0.5, -0.5, 3.0, 0.0]]), 0.5),
         "top_p_filter", "logits [[2, 1, 0, -1], [0.5, -0.5, 3, 0]] requiring grad, p=0.5, "
         "called under torch.no_grad()")
     _top_p_matrix(fn)
     return passed("top_p_filter")
-
-
-def _expect_no_graph_under_no_grad(fn, args, name, case):
-    """Added after red-team round 14: called under the caller's torch.no_grad() with a
-    first argument that requires grad (a parameter, a tensor from a training step), nothing
-    of the result may require grad: no_grad records nothing, whatever the arguments. A
-    function that turns autograd back on inside (torch.enable_grad()) builds a graph the
-    caller asked not to build. (_core's no_grad conditions pass arguments without
-    requires_grad, where such a result cannot require grad.)"""
-    __tracebackhide__ = True
-    first = args[0].detach().clone().requires_grad_(True)
-    with torch.no_grad():
-        result = call(fn, first, *args[1:], name=name, case=case)
-    outputs = result if isinstance(result, (tuple, list)) else [result]
-    if any(isinstance(o, torch.Tensor) and o.grad_fn is not None for o in outputs):
-        fail(f"{name} returned a result that requires grad on {case}: under torch.no_grad() "
-             "nothing is recorded, even when an argument requires grad, but your function "
-             "records a graph of its own, which the caller asked not to build (memory and "
-             "time).",
-             "do not turn autograd on inside (torch.enable_grad(), torch.set_grad_enabled"
-             "(True)): the caller decides whether a graph is recorded.")
 
 
 def _top_p_reference(logits, p):

@@ -6,7 +6,8 @@ import math
 import torch
 
 from ._core import BFLOAT16, EXPANDED, FLOAT16, NONCONTIGUOUS, PLAIN, REPEAT, CheckFailed, \
-    call, checker, expect_conditions, expect_gradients, expect_tensor, fail, view_hint
+    call, checker, expect_conditions, expect_gradients, expect_no_graph_under_no_grad, \
+    expect_tensor, fail, view_hint
 
 # -- Exercise 10.1: apply_rope -------------------------------------------------------------
 
@@ -727,32 +728,11 @@ def check_apply_rope(fn):
     _check_rope_half_gradient(fn, torch.bfloat16)
     _check_rope_odd(fn)
     g = torch.Generator().manual_seed(1410)
-    _expect_no_graph_under_no_grad(
+    expect_no_graph_under_no_grad(
         fn, (torch.randn(2, 3, 4, 6, generator=g), torch.tensor([0, 5, 9, 2])), "apply_rope",
         "x of shape (2, 3, 4, 6) requiring grad at positions [0, 5, 9, 2], called under "
         "torch.no_grad()")
     _rope_matrix(fn)
-
-
-def _expect_no_graph_under_no_grad(fn, args, name, case):
-    """Added after red-team round 14: called under the caller's torch.no_grad() with a
-    first argument that requires grad (a query or key from a training step), nothing
-    of the result may require grad: no_grad records nothing, whatever the arguments. A
-    function that turns autograd back on inside (torch.enable_grad()) builds a graph the
-    caller asked not to build. (_core's no_grad conditions pass arguments without
-    requires_grad, where such a result cannot require grad.)"""
-    __tracebackhide__ = True
-    first = args[0].detach().clone().requires_grad_(True)
-    with torch.no_grad():
-        result = call(fn, first, *args[1:], name=name, case=case)
-    outputs = result if isinstance(result, (tuple, list)) else [result]
-    if any(isinstance(o, torch.Tensor) and o.grad_fn is not None for o in outputs):
-        fail(f"{name} returned a result that requires grad on {case}: under torch.no_grad() "
-             "nothing is recorded, even when an argument requires grad, but your function "
-             "records a graph of its own, which the caller asked not to build (memory and "
-             "time).",
-             "do not turn autograd on inside (torch.enable_grad(), torch.set_grad_enabled"
-             "(True)): the caller decides whether a graph is recorded.")
 
 
 def _rope_matrix_cases():
